@@ -1,0 +1,97 @@
+package wire
+
+// The bodies of the host's requests and of the kernel's replies.
+
+// Exec runs one pipeline: its commands joined by OS pipes, all in one new process group.
+// The first command reads standard input from /dev/null unless a redirection says else; the
+// last one's standard output and every command's standard error stream back as Stream
+// frames (Step is the command's index) unless redirected.
+type Exec struct {
+	Cwd      string    `json:"cwd"`           // sandbox path the commands start in
+	Env      []string  `json:"env"`           // the whole environment, NAME=value
+	Commands []Command `json:"commands"`      // at least one
+	Shell    bool      `json:"shell,omitempty"` // Commands[0].Argv[0] is a script for bash -c (sh -c without bash)
+}
+
+// Command is one simple command of a pipeline.
+type Command struct {
+	Argv      []string   `json:"argv"`
+	Env       []string   `json:"env,omitempty"` // NAME=value added for this command alone
+	Redirects []Redirect `json:"redirects,omitempty"`
+}
+
+// Redirect operators.
+const (
+	RedirIn     = "<"  // open Path for reading as FD
+	RedirOut    = ">"  // create or truncate Path as FD
+	RedirAppend = ">>" // create or append Path as FD
+	RedirDup    = ">&" // FD becomes a copy of DupFD
+)
+
+// Redirect is one redirection of a command, applied in order.
+type Redirect struct {
+	FD    int    `json:"fd"`
+	Op    string `json:"op"`
+	Path  string `json:"path,omitempty"`
+	DupFD int    `json:"dup_fd,omitempty"`
+}
+
+// ExecResult is the reply to Exec: one status per command, in order.
+type ExecResult struct {
+	Statuses []ExitStatus `json:"statuses"`
+}
+
+// ExitStatus is how one process ended: its exit code, or the signal that ended it (Code is
+// then 128 plus the signal's number, as a shell reports it). Error says why a command did
+// not start (code 127 for not found, 126 for not executable).
+type ExitStatus struct {
+	Code   int    `json:"code"`
+	Signal string `json:"signal,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Signal sends a signal to the process group of exec request Target. TERM is followed by
+// KILL after GraceMillis when the group is still alive (0: the kernel's default grace).
+type Signal struct {
+	Target      string `json:"target"`
+	Signal      string `json:"signal"` // TERM, KILL, INT, HUP, QUIT
+	GraceMillis int    `json:"grace_ms,omitempty"`
+}
+
+// Path names one sandbox path: the body of readdir, stat and realpath.
+type Path struct {
+	Path     string `json:"path"`
+	NoFollow bool   `json:"nofollow,omitempty"` // stat: do not follow a final symlink
+}
+
+// Entry types.
+const (
+	TypeFile    = "file"
+	TypeDir     = "dir"
+	TypeSymlink = "symlink"
+	TypeOther   = "other"
+)
+
+// Entry is one directory entry, or the result of stat.
+type Entry struct {
+	Name    string `json:"name"`
+	Type    string `json:"type"`
+	Mode    uint32 `json:"mode"` // permission bits
+	Size    int64  `json:"size"`
+	ModTime int64  `json:"mtime"`            // Unix nanoseconds
+	Target  string `json:"target,omitempty"` // symlink: what it points to
+}
+
+// Dir is the reply to readdir, entries sorted by name.
+type Dir struct {
+	Entries []Entry `json:"entries"`
+}
+
+// Hello is the reply to ping.
+type Hello struct {
+	Version    string `json:"version"`
+	OS         string `json:"os"`
+	Arch       string `json:"arch"`
+	PID        int    `json:"pid"`
+	HostSocket string `json:"host_socket"` // where sandbox programs reach the host
+}

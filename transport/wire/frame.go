@@ -1,0 +1,104 @@
+// Package wire holds the frames that pass between the host and a kernel: their types, the
+// line splitter with its limits, and the head reader the frame gate decides by. Host and
+// kernel share it.
+//
+// One frame is one JSON object on one line. Its head — `event`, `id`, `type` and the other
+// small routing fields — comes first, so that a reader can decide about a frame from its
+// first MaxHead bytes without reading the rest.
+package wire
+
+import (
+	"encoding/json"
+)
+
+// Limits of the wire.
+const (
+	MaxLine       = 32 << 20 // the longest line a reader takes whole, newline excluded
+	MaxHead       = 4 << 10  // the part of an over-long line that is read
+	RememberedIDs = 1024     // how many host-request ids the gate remembers
+)
+
+// Events.
+const (
+	EventRequest     = "request"      // host -> kernel: a request, one reply each
+	EventReply       = "reply"        // either way: the answer to a request or host request
+	EventStream      = "stream"       // kernel -> host: an output chunk of an exec
+	EventHostRequest = "host_request" // kernel -> host: a sandbox program's request, relayed
+)
+
+// Reply statuses.
+const (
+	StatusOK        = "ok"
+	StatusError     = "error"
+	StatusDuplicate = "duplicate" // the host request's id was used before
+)
+
+// Request types, host -> kernel.
+const (
+	TypeExec     = "exec"
+	TypeSignal   = "signal"
+	TypeReaddir  = "readdir"
+	TypeStat     = "stat"
+	TypeRealpath = "realpath"
+	TypePing     = "ping"
+	TypeShutdown = "shutdown"
+)
+
+// Frame is one line of the wire. Field order is the wire order: the head fields come first.
+// Stream frames carry Step, FD and Data; requests and host requests Type and Body; replies
+// Status, and Body or Error.
+type Frame struct {
+	Event  string          `json:"event"`
+	ID     string          `json:"id,omitempty"`
+	Type   string          `json:"type,omitempty"`
+	Status string          `json:"status,omitempty"`
+	Step   int             `json:"step,omitempty"`
+	FD     int             `json:"fd,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
+	Data   []byte          `json:"data,omitempty"`
+	Body   json.RawMessage `json:"body,omitempty"`
+}
+
+// Error is the error of a reply: a stable code and a message fit for the agent.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Append appends f as one line (with its newline) to b.
+func Append(b []byte, f *Frame) ([]byte, error) {
+	j, err := json.Marshal(f)
+	if err != nil {
+		return b, err
+	}
+	b = append(b, j...)
+	return append(b, '\n'), nil
+}
+
+// Decode reads a whole line as a frame.
+func Decode(line []byte) (Frame, error) {
+	var f Frame
+	if err := json.Unmarshal(line, &f); err != nil {
+		return Frame{}, &ProtocolFault{Reason: "not a frame: " + err.Error()}
+	}
+	if f.Event == "" {
+		return Frame{}, &ProtocolFault{Reason: "not a frame: no event"}
+	}
+	return f, nil
+}
+
+// Reply builds the reply to request id with body v.
+func Reply(id string, v any) (*Frame, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return &Frame{Event: EventReply, ID: id, Status: StatusOK, Body: body}, nil
+}
+
+// ErrorReply builds an error reply to request id.
+func ErrorReply(id, status, code, message string) *Frame {
+	return &Frame{Event: EventReply, ID: id, Status: status, Error: &Error{Code: code, Message: message}}
+}
