@@ -7,9 +7,9 @@ package wire
 // last one's standard output and every command's standard error stream back as Stream
 // frames (Step is the command's index) unless redirected.
 type Exec struct {
-	Cwd      string    `json:"cwd"`           // sandbox path the commands start in
-	Env      []string  `json:"env"`           // the whole environment, NAME=value
-	Commands []Command `json:"commands"`      // at least one
+	Cwd      string    `json:"cwd"`             // sandbox path the commands start in
+	Env      []string  `json:"env"`             // the whole environment, NAME=value
+	Commands []Command `json:"commands"`        // at least one
 	Shell    bool      `json:"shell,omitempty"` // Commands[0].Argv[0] is a script for bash -c (sh -c without bash)
 }
 
