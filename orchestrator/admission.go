@@ -1,0 +1,97 @@
+package orchestrator
+
+import "github.com/paddockhq/paddock/transport/wire"
+
+// This file is the frame gate's decision: what becomes of one frame from a kernel. It is pure:
+// the reader in gate.go gathers the facts (the frame's head, its size, whether its type is
+// served and its id was used) and does what the decision says.
+
+// Verdict is what the gate does with a frame.
+type Verdict int
+
+const (
+	// Accept: a host request that reaches its handler; the handler's result or error is the
+	// one reply.
+	Accept Verdict = iota
+	// Refuse: a host request answered with one error reply and no other effect.
+	Refuse
+	// Route: a reply or a stream chunk, handed to the request it belongs to.
+	Route
+	// Drop: a frame that needs no reply, dropped (with a diagnostic when it is oversized).
+	Drop
+	// Fault: a frame the host cannot answer; the kernel is replaced.
+	Fault
+)
+
+func (v Verdict) String() string {
+	return [...]string{"accept", "refuse", "route", "drop", "fault"}[v]
+}
+
+// Refusal codes of the gate.
+const (
+	CodeTooLarge    = "too_large"    // over wire.MaxLine
+	CodeNoType      = "no_type"      // a host request without a type
+	CodeNoID        = "no_id"        // a host request without an id
+	CodeUnknownType = "unknown_type" // a type the host does not serve
+	CodeDuplicate   = "duplicate"    // an id used before
+)
+
+// FrameFacts are what the gate knows of a frame before deciding.
+type FrameFacts struct {
+	Head     wire.Head
+	HeadErr  error // the head could not be read: not UTF-8, not a frame
+	Oversize bool  // the line was over wire.MaxLine; only its head was read
+	Served   bool  // the host serves Head.Type
+	Seen     bool  // Head.ID is among the ids remembered
+}
+
+// Admission is the gate's decision for one frame.
+type Admission struct {
+	Verdict Verdict
+	Status  string // Refuse: wire.StatusError or wire.StatusDuplicate
+	Code    string // Refuse: why; Drop: a diagnostic code when there is one
+	// Remember: the frame's id joins the ids remembered.
+	Remember bool
+}
+
+// Admit decides about one frame. Rules, in order (DESIGN.md "Frame gate"):
+//   - a head that cannot be read is a fault (the frame cannot be answered);
+//   - a host request over the limit gets one error reply and has no effect;
+//   - a host request with no id, no type, a used id or an unserved type gets one error
+//     reply (a used id: status duplicate) and has no effect;
+//   - every other host request is accepted: exactly one handler, one reply;
+//   - replies and stream chunks go to their request; an oversized stream chunk is dropped;
+//   - any other event needs no reply and is dropped.
+func Admit(f FrameFacts) Admission {
+	if f.HeadErr != nil {
+		return Admission{Verdict: Fault}
+	}
+	switch f.Head.Event {
+	case wire.EventHostRequest:
+		switch {
+		case f.Head.ID == "":
+			return refuse(wire.StatusError, CodeNoID, false)
+		case f.Seen:
+			return refuse(wire.StatusDuplicate, CodeDuplicate, false)
+		case f.Oversize:
+			return refuse(wire.StatusError, CodeTooLarge, true)
+		case f.Head.Type == "":
+			return refuse(wire.StatusError, CodeNoType, true)
+		case !f.Served:
+			return refuse(wire.StatusError, CodeUnknownType, true)
+		}
+		return Admission{Verdict: Accept, Remember: true}
+	case wire.EventStream:
+		if f.Oversize {
+			return Admission{Verdict: Drop, Code: CodeTooLarge}
+		}
+		return Admission{Verdict: Route}
+	case wire.EventReply:
+		return Admission{Verdict: Route}
+	}
+	return Admission{Verdict: Drop}
+}
+
+func refuse(status, code string, remember bool) Admission {
+	return Admission{Verdict: Refuse, Status: status, Code: code, Remember: remember}
+}
