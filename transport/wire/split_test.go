@@ -1,0 +1,174 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func lines(t testing.TB, r *Reader) []Line {
+	var out []Line
+	for {
+		l, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, l)
+	}
+}
+
+func TestReaderLimits(t *testing.T) {
+	const max = 5000
+	at := strings.Repeat("a", max)
+	over := strings.Repeat("b", max+1)
+	huge := strings.Repeat("c", 300_000)
+	in := "x\n\n" + at + "\n" + over + "\n" + huge + "\nlast"
+	for name, r := range map[string]io.Reader{
+		"whole":    strings.NewReader(in),
+		"one byte": iotest.OneByteReader(strings.NewReader(in)),
+		"half":     iotest.HalfReader(strings.NewReader(in)),
+	} {
+		got := lines(t, NewReaderSize(r, max))
+		if len(got) != 6 {
+			t.Fatalf("%s: %d lines, want 6", name, len(got))
+		}
+		want := []struct {
+			bytes string
+			head  string
+			size  int64
+			over  bool
+		}{
+			{"x", "x", 1, false},
+			{"", "", 0, false},
+			{at, at[:MaxHead], max, false},
+			{"", over[:MaxHead], max + 1, true},
+			{"", huge[:MaxHead], 300_000, true},
+			{"last", "last", 4, false},
+		}
+		for i, w := range want {
+			l := got[i]
+			if l.Oversize() != w.over || string(l.Head) != w.head || l.Size != w.size || (!w.over && string(l.Bytes) != w.bytes) {
+				t.Errorf("%s: line %d: oversize %v head %d bytes size %d; want %v %d %d", name, i, l.Oversize(), len(l.Head), l.Size, w.over, len(w.head), w.size)
+			}
+		}
+	}
+}
+
+// The lines a Reader returns are the caller's: reading on does not change them.
+func TestReaderLinesAreOwned(t *testing.T) {
+	r := NewReader(strings.NewReader("one\ntwo\n"))
+	a, _ := r.Next()
+	b, _ := r.Next()
+	if string(a.Bytes) != "one" || string(b.Bytes) != "two" {
+		t.Fatalf("got %q %q", a.Bytes, b.Bytes)
+	}
+}
+
+func TestReadHead(t *testing.T) {
+	for _, tc := range []struct {
+		in       string
+		complete bool
+		want     Head
+		fault    bool
+	}{
+		{`{"event":"stream","id":"7","step":2,"fd":1,"data":"aGk="}`, true, Head{Event: "stream", ID: "7", Step: 2, FD: 1}, false},
+		{`{"event":"host_request","id":"k1","type":"fs.read","body":{"path":"/x"}}`, true, Head{Event: "host_request", ID: "k1", Type: "fs.read"}, false},
+		{`{"event":"reply","id":"3","status":"ok","body":{"x":"` + strings.Repeat("y", 100), false, Head{Event: "reply", ID: "3", Status: "ok"}, false},
+		{`{"event":"host_request","id":"k1","ty`, false, Head{Event: "host_request", ID: "k1"}, false},
+		{`{"event":"log","id":"é`[:len(`{"event":"log","id":"é`)-1], false, Head{Event: "log"}, false},
+		{`{"id":"1","event":"reply"}`, true, Head{Event: "reply", ID: "1"}, false},
+		{`{"data":"x","event":"reply"}`, true, Head{}, true},
+		{`{"event":1}`, true, Head{}, true},
+		{`{"event":"stream","fd":"1"}`, true, Head{}, true},
+		{`[]`, true, Head{}, true},
+		{`hello`, true, Head{}, true},
+		{"{\"event\":\"x\xff\"}", true, Head{}, true},
+		{``, true, Head{}, true},
+	} {
+		h, err := ReadHead([]byte(tc.in), tc.complete)
+		var pf *ProtocolFault
+		if tc.fault != errors.As(err, &pf) || (!tc.fault && h != tc.want) {
+			t.Errorf("ReadHead(%.40q) = %+v, %v; want %+v, fault %v", tc.in, h, err, tc.want, tc.fault)
+		}
+	}
+}
+
+func TestFrameRoundTrip(t *testing.T) {
+	f := &Frame{Event: EventStream, ID: "9", Step: 1, FD: 2, Data: []byte{0, 1, 0xff, '\n'}}
+	b, err := Append(nil, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte(`{"event":"stream","id":"9"`)) || bytes.Count(b, []byte("\n")) != 1 {
+		t.Fatalf("frame line %q: event and id must come first, one newline at the end", b)
+	}
+	g, err := Decode(bytes.TrimSuffix(b, []byte("\n")))
+	if err != nil || g.ID != "9" || g.Step != 1 || g.FD != 2 || !bytes.Equal(g.Data, f.Data) {
+		t.Fatalf("Decode = %+v, %v", g, err)
+	}
+}
+
+// Lines read in any chunking are the same lines.
+func TestReaderChunking(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 200; i++ {
+		var in []byte
+		for j := rng.IntN(20); j >= 0; j-- {
+			in = append(in, bytes.Repeat([]byte{'a' + byte(rng.IntN(26))}, rng.IntN(9000))...)
+			in = append(in, '\n')
+		}
+		whole := lines(t, NewReaderSize(bytes.NewReader(in), 7000))
+		chopped := lines(t, NewReaderSize(iotest.HalfReader(bytes.NewReader(in)), 7000))
+		if len(whole) != len(chopped) {
+			t.Fatalf("%d lines vs %d", len(whole), len(chopped))
+		}
+		for k := range whole {
+			if !bytes.Equal(whole[k].Bytes, chopped[k].Bytes) || !bytes.Equal(whole[k].Head, chopped[k].Head) || whole[k].Size != chopped[k].Size {
+				t.Fatalf("line %d differs", k)
+			}
+		}
+	}
+}
+
+func FuzzReader(f *testing.F) {
+	f.Add([]byte("a\nbb\n\nccc"), uint16(2))
+	f.Add([]byte(strings.Repeat("x", 10000)+"\ny\n"), uint16(100))
+	f.Fuzz(func(t *testing.T, in []byte, max uint16) {
+		m := int(max)%8192 + 1
+		r := NewReaderSize(bytes.NewReader(in), m)
+		var total int64
+		n := 0
+		for {
+			l, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			total += l.Size
+			if l.Oversize() != (l.Size > int64(m)) {
+				t.Fatalf("oversize %v for size %d, limit %d", l.Oversize(), l.Size, m)
+			}
+			if len(l.Head) > MaxHead || (!l.Oversize() && int64(len(l.Bytes)) != l.Size) {
+				t.Fatalf("head %d, bytes %d, size %d", len(l.Head), len(l.Bytes), l.Size)
+			}
+			if bytes.IndexByte(l.Head, '\n') >= 0 {
+				t.Fatal("a newline inside a line")
+			}
+		}
+		// Every byte but the newlines is in some line.
+		if want := int64(len(in) - bytes.Count(in, []byte("\n"))); total != want {
+			t.Fatalf("sizes add to %d, want %d", total, want)
+		}
+		_, _ = ReadHead(in[:min(len(in), MaxHead)], false)
+	})
+}
