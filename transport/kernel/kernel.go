@@ -1,0 +1,119 @@
+// Package kernel is the logic of paddock-kernel, the small static program a host starts in
+// a sandbox. It reads request frames on standard input and writes frames on standard
+// output: it runs pipelines (one process group each, joined by OS pipes, their output
+// streamed back), sends signals to them, reads directories and file facts, and relays the
+// requests of programs in the sandbox to the host through a private unix socket. When its
+// input ends it kills everything it started, and every descendant of it, and exits.
+package kernel
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// HostSocketEnv names the variable that gives every exec the host socket's path.
+const HostSocketEnv = "PADDOCK_HOST_SOCKET"
+
+// Options tune a kernel; the zero value is the default.
+type Options struct {
+	Version       string        // reported by ping; default: the build's module version
+	Grace         time.Duration // a TERM signal's wait before KILL; default 2s
+	ShutdownGrace time.Duration // at exit, the wait between TERM and KILL; default 500ms
+	TempDir       string        // where the host socket's directory is made; default $TMPDIR, else /tmp
+	Log           *slog.Logger  // diagnostics; default text on standard error
+}
+
+func (o *Options) fill() {
+	if o.Version == "" {
+		o.Version = buildVersion()
+	}
+	if o.Grace <= 0 {
+		o.Grace = 2 * time.Second
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = 500 * time.Millisecond
+	}
+	if o.TempDir == "" {
+		o.TempDir = os.TempDir()
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+}
+
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// Run is the kernel: it serves the frames read from stdin, writing frames to stdout, until
+// stdin ends, a shutdown request, SIGTERM or SIGHUP, or ctx's end; then it kills what it
+// started, removes its socket directory and returns nil. It acts on the whole process (its
+// process group, the subreaper flag, signal dispositions, waiting for every child), so a
+// process runs one kernel at a time.
+func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, opts Options) error {
+	opts.fill()
+	log := opts.Log
+
+	// Own process group, so the host can end the kernel and everything in it at once.
+	if syscall.Getpgrp() != os.Getpid() {
+		if err := syscall.Setpgid(0, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+			log.Warn("setpgid", "err", err)
+		}
+	}
+	// Orphans of the pipelines come back to the kernel, so none outlives it.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		log.Warn("cannot become a child subreaper; orphans may outlive the kernel", "err", err)
+	}
+	// Handled signals are reset to their default in children; ignored ones would stay
+	// ignored. Asking for SIGPIPE, SIGINT and SIGQUIT here gives every child their default
+	// disposition even when the kernel was started with them ignored; the kernel itself
+	// ends on none of them (SIGPIPE on standard output is an error on write).
+	quiet := make(chan os.Signal, 1)
+	signal.Notify(quiet, syscall.SIGPIPE, syscall.SIGINT, syscall.SIGQUIT)
+	defer signal.Stop(quiet)
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(stop)
+
+	s := newServer(opts, stdout)
+	s.reaper = newReaper()
+	rel, err := listenRelay(opts.TempDir, s.out, log)
+	if err != nil {
+		s.reaper.close()
+		return err
+	}
+	s.relay = rel
+	s.socket = rel.path
+
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		s.serve(stdin)
+		s.shutdown()
+	}()
+	select {
+	case <-s.stopping:
+	case <-ctx.Done():
+	case sig := <-stop:
+		log.Info("ending on signal", "signal", sig.String())
+	}
+	s.finish()
+	// The reading goroutine ends with stdin. When stdin can take a deadline, end it now;
+	// else it is left blocked in its read, and the process exit ends it.
+	if d, ok := stdin.(interface{ SetReadDeadline(time.Time) error }); ok && d.SetReadDeadline(time.Now()) == nil {
+		<-read
+	}
+	return nil
+}
