@@ -22,8 +22,8 @@ type server struct {
 	log    *slog.Logger
 	out    *output
 	reaper *reaper
-	relay  *relay  // nil: no host socket
-	socket string  // the host socket's path, given to every exec; "" without one
+	relay  *relay // nil: no host socket
+	socket string // the host socket's path, given to every exec; "" without one
 	ctx    context.Context
 	cancel context.CancelFunc
 
