@@ -1,0 +1,421 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
+)
+
+// Options adjusts Clone.
+type Options struct {
+	List ListOptions
+	// Workers is how many files are cloned at once; zero means four per CPU.
+	Workers int
+}
+
+// CloneReport says what Clone made.
+type CloneReport struct {
+	Parent   string        `json:"parent"`
+	Dir      string        `json:"dir"`
+	Files    int           `json:"files"`
+	Symlinks int           `json:"symlinks"`
+	Dirs     int           `json:"dirs"`
+	Bytes    int64         `json:"bytes"`        // bytes of the listed files (each tree holds them once)
+	Cloned   int           `json:"cloned"`       // files whose two copies share extents with the parent's
+	Copied   int           `json:"copied"`       // files copied byte by byte
+	CopiedB  int64         `json:"copied_bytes"` // bytes of the files copied byte by byte, per tree
+	Elapsed  time.Duration `json:"elapsed_ns"`
+	Warnings []string      `json:"warnings,omitempty"`
+}
+
+// racyWindow bounds how far a file's ctime can lag the clock (the filesystem's timestamp
+// tick). A file changed twice within one tick keeps its stat facts; entries recorded that
+// close to the moment they were read are compared by content at the hand-back instead.
+var racyWindow = 50 * time.Millisecond
+
+var errNoReflink = errors.New("the filesystem cannot clone extents")
+
+// umask is the process's file mode creation mask, read once at start (setting and restoring
+// it is the only way to read it) so that a clone chmods only files the mask would change.
+var umask = func() uint32 {
+	m := unix.Umask(0)
+	unix.Umask(m)
+	return uint32(m)
+}()
+
+// Clone makes an isolated workspace of parent in dir: dir/base and dir/copy, two copies of
+// the files List gives, and dir/manifest, the facts the hand-back needs. Each file is cloned
+// by extents where the filesystem can, else copied by bytes with a warning in the report.
+// Modes, symlinks and modification times are kept. dir must not exist or be empty; on
+// failure nothing is left of it.
+func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneReport, err error) {
+	start := time.Now()
+	if parent, err = filepath.Abs(parent); err != nil {
+		return nil, err
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
+	if rel, err := filepath.Rel(parent, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		if rel == "." {
+			return nil, &Error{Code: CodeInside, Msg: "the workspace directory cannot be the parent itself"}
+		}
+		opts.List.Exclude = append(opts.List.Exclude, filepath.ToSlash(rel))
+	}
+	if err := makeDir(dir); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			removeAll(dir)
+		}
+	}()
+	entries, err := List(ctx, parent, opts.List)
+	if err != nil {
+		return nil, err
+	}
+	h, err := ignoreFacts(ctx, parent)
+	if err != nil {
+		return nil, err
+	}
+	h.Version, h.Parent, h.Created = manifestVersion, parent, start.UTC()
+	m := &manifest{header: h, records: make([]record, len(entries))}
+	c := &cloner{parent: parent, base: filepath.Join(dir, BaseDir), copy: filepath.Join(dir, CopyDir), m: m}
+	for _, root := range []string{c.base, c.copy} {
+		if err := os.Mkdir(root, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	// Directories first, writable by us until the files are in.
+	for i, e := range entries {
+		m.records[i] = record{Path: e.Path, Kind: e.Kind}
+		if e.Kind != Dir {
+			continue
+		}
+		f, k, err := lstatFacts(c.src(e.Path))
+		if err != nil {
+			return nil, err
+		}
+		if k != Dir {
+			return nil, fmt.Errorf("clone %s: %s changed while listing", parent, e.Path)
+		}
+		m.records[i].Parent.Mode = f.Mode
+		for _, root := range []string{c.base, c.copy} {
+			if err := os.Mkdir(filepath.Join(root, filepath.FromSlash(e.Path)), 0o700); err != nil {
+				return nil, err
+			}
+		}
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = 4 * runtime.GOMAXPROCS(0)
+	}
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for range workers {
+		g.Go(func() error {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(entries) {
+					return nil
+				}
+				if i%256 == 0 {
+					if err := gctx.Err(); err != nil {
+						return err
+					}
+				}
+				r := &m.records[i]
+				var err error
+				switch r.Kind {
+				case File:
+					err = c.file(r)
+				case Symlink:
+					err = c.symlink(r)
+				}
+				if err != nil {
+					return fmt.Errorf("clone %s: %w", r.Path, err)
+				}
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	// Directory modes and times, deepest first, then the roots.
+	rootFacts, _, err := lstatFacts(parent)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(m.records) - 1; i >= -1; i-- {
+		rel, fa := "", rootFacts
+		if i >= 0 {
+			if m.records[i].Kind != Dir {
+				continue
+			}
+			rel = m.records[i].Path
+			var k Kind
+			if fa, k, err = lstatFacts(c.src(rel)); err != nil {
+				return nil, err
+			} else if k != Dir {
+				return nil, fmt.Errorf("clone %s: %s changed while cloning", parent, rel)
+			}
+		}
+		for _, root := range []string{c.base, c.copy} {
+			name := filepath.Join(root, filepath.FromSlash(rel))
+			if perm := fa.Mode & 0o7777; perm != 0o700 {
+				if err := unix.Chmod(name, perm); err != nil {
+					return nil, &pathError{op: "chmod", path: name, err: err}
+				}
+			}
+			if err := setTimes(name, fa.Mtime, false); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, r := range m.records {
+		switch r.Kind {
+		case File:
+			m.Files++
+			m.Bytes += r.Parent.Size
+		case Symlink:
+			m.Links++
+		case Dir:
+			m.Dirs++
+		}
+	}
+	m.Stamp = time.Now().UnixNano()
+	if err := writeManifest(filepath.Join(dir, ManifestName), m); err != nil {
+		return nil, err
+	}
+	rep = &CloneReport{
+		Parent: parent, Dir: dir,
+		Files: m.Files, Symlinks: m.Links, Dirs: m.Dirs, Bytes: m.Bytes,
+		Cloned: int(c.cloned.Load()), Copied: int(c.copied.Load()), CopiedB: c.copiedBytes.Load(),
+	}
+	if rep.Copied > 0 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf(
+			"no reflinks: %d of %d files (%d bytes) were copied byte by byte, twice, because the filesystem of %s cannot clone extents from %s (XFS, btrfs and APFS can)",
+			rep.Copied, rep.Files, rep.CopiedB, dir, parent))
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+type cloner struct {
+	parent, base, copy string
+	m                  *manifest
+	noReflink          atomic.Bool // set once the filesystem refused a clone
+	cloned, copied     atomic.Int64
+	copiedBytes        atomic.Int64
+}
+
+func (c *cloner) src(rel string) string { return filepath.Join(c.parent, filepath.FromSlash(rel)) }
+
+// file clones one regular file into both trees and records its facts: the parent's from
+// the descriptor it read (so a change while cloning reads as a change), the copy's as made.
+func (c *cloner) file(r *record) error {
+	src := c.src(r.Path)
+	fd, err := unix.Open(src, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &pathError{op: "open", path: src, err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &pathError{op: "fstat", path: src, err: err}
+	}
+	r.Parent = factsOf(&st)
+	r.Racy = r.Parent.Ctime >= time.Now().UnixNano()-racyWindow.Nanoseconds()
+	if kindOfMode(r.Parent.Mode) != File {
+		return fmt.Errorf("%s is no longer a regular file", src)
+	}
+	atime := st.Atim.Nano()
+	reflinked := true
+	for _, root := range []string{c.base, c.copy} {
+		dst := filepath.Join(root, filepath.FromSlash(r.Path))
+		cloned, err := c.cloneFile(fd, src, dst, r.Parent)
+		if err != nil {
+			return err
+		}
+		reflinked = reflinked && cloned
+		if err := unix.UtimesNano(dst, []unix.Timespec{unix.NsecToTimespec(atime), unix.NsecToTimespec(r.Parent.Mtime)}); err != nil {
+			return &pathError{op: "utimes", path: dst, err: err}
+		}
+		if root == c.copy {
+			f, _, err := lstatFacts(dst)
+			if err != nil {
+				return err
+			}
+			r.Copy = f
+		}
+	}
+	if reflinked {
+		c.cloned.Add(1)
+	} else {
+		c.copied.Add(1)
+		c.copiedBytes.Add(r.Parent.Size)
+	}
+	return nil
+}
+
+// cloneFile makes dst with the content and permission bits of the open file fd, sharing
+// its extents when the filesystem can. It reports whether it did.
+func (c *cloner) cloneFile(fd int, src, dst string, fa facts) (bool, error) {
+	perm := fa.Mode & 0o7777
+	if reflinkCreates && !c.noReflink.Load() {
+		switch err := reflink(-1, fd, src, dst); {
+		case err == nil:
+			return true, chmod(dst, perm)
+		case errors.Is(err, errNoReflink):
+			c.noReflink.Store(true)
+		default:
+			return false, &pathError{op: "clone", path: dst, err: err}
+		}
+	}
+	out, err := unix.Open(dst, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, perm)
+	if err != nil {
+		return false, &pathError{op: "create", path: dst, err: err}
+	}
+	cloned := false
+	if !reflinkCreates && !c.noReflink.Load() {
+		switch err := reflink(out, fd, src, dst); {
+		case err == nil:
+			cloned = true
+		case errors.Is(err, errNoReflink):
+			c.noReflink.Store(true)
+		default:
+			unix.Close(out)
+			return false, &pathError{op: "clone", path: dst, err: err}
+		}
+	}
+	if !cloned && fa.Size > 0 {
+		if err := copyBytes(out, fd, fa.Size); err != nil {
+			unix.Close(out)
+			return false, &pathError{op: "copy", path: dst, err: err}
+		}
+	}
+	if perm&umask != 0 || perm&^0o777 != 0 {
+		if err := unix.Fchmod(out, perm); err != nil {
+			unix.Close(out)
+			return false, &pathError{op: "chmod", path: dst, err: err}
+		}
+	}
+	if err := unix.Close(out); err != nil {
+		return false, &pathError{op: "close", path: dst, err: err}
+	}
+	return cloned, nil
+}
+
+func (c *cloner) symlink(r *record) error {
+	src := c.src(r.Path)
+	f, k, err := lstatFacts(src)
+	if err != nil {
+		return err
+	}
+	if k != Symlink {
+		return fmt.Errorf("%s is no longer a symlink", src)
+	}
+	r.Parent = f
+	r.Racy = f.Ctime >= time.Now().UnixNano()-racyWindow.Nanoseconds()
+	target, err := os.Readlink(src)
+	if err != nil {
+		return err
+	}
+	for _, root := range []string{c.base, c.copy} {
+		dst := filepath.Join(root, filepath.FromSlash(r.Path))
+		if err := os.Symlink(target, dst); err != nil {
+			return err
+		}
+		if err := setTimes(dst, f.Mtime, true); err != nil {
+			return err
+		}
+		if root == c.copy {
+			if r.Copy, _, err = lstatFacts(dst); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func chmod(name string, perm uint32) error {
+	if err := unix.Chmod(name, perm); err != nil {
+		return &pathError{op: "chmod", path: name, err: err}
+	}
+	return nil
+}
+
+// setTimes sets the access and modification times of name to mtime, not following a
+// symlink when link is set.
+func setTimes(name string, mtime int64, link bool) error {
+	flags := 0
+	if link {
+		flags = unix.AT_SYMLINK_NOFOLLOW
+	}
+	ts := []unix.Timespec{unix.NsecToTimespec(mtime), unix.NsecToTimespec(mtime)}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, name, ts, flags); err != nil {
+		return &pathError{op: "utimes", path: name, err: err}
+	}
+	return nil
+}
+
+// copyLoop copies src to dst by reads and writes, from offset off up to size.
+func copyLoop(dst, src int, off, size int64) error {
+	buf := make([]byte, 1<<20)
+	for off < size {
+		n, err := unix.Pread(src, buf[:min(int64(len(buf)), size-off)], off)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		for w := buf[:n]; len(w) > 0; {
+			m, err := unix.Pwrite(dst, w, off)
+			if err != nil {
+				return err
+			}
+			w, off = w[m:], off+int64(m)
+		}
+	}
+	return nil
+}
+
+// makeDir makes dir 0700, or accepts an existing empty directory.
+func makeDir(dir string) error {
+	err := os.Mkdir(dir, 0o700)
+	if err == nil {
+		return nil
+	}
+	if !os.IsExist(err) {
+		return err
+	}
+	des, rerr := os.ReadDir(dir)
+	if rerr != nil || len(des) > 0 {
+		return &Error{Code: CodeExists, Msg: fmt.Sprintf("%s already exists and is not an empty directory", dir)}
+	}
+	return nil
+}
+
+// removeAll removes a tree even where the child made directories unwritable.
+func removeAll(name string) error {
+	if err := os.RemoveAll(name); err == nil {
+		return nil
+	}
+	filepath.WalkDir(name, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(name)
+}

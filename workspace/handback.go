@@ -1,0 +1,614 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"golang.org/x/sys/unix"
+)
+
+// Report is the outcome of a hand-back, also written to handback.json in the workspace
+// directory. It holds no times, so a hand-back cut and rerun reports exactly what an uncut
+// one does.
+type Report struct {
+	Parent    string           `json:"parent"`
+	Dir       string           `json:"dir"`
+	Taken     []Change         `json:"taken"`     // the child's changes now in the parent
+	Conflicts []ConflictedPath `json:"conflicts"` // the child's changes not taken
+	Counts    Counts           `json:"counts"`
+}
+
+// Change is one path where the parent now holds the child's version.
+type Change struct {
+	Path   string `json:"path"`
+	Change string `json:"change"` // added, modified, removed
+	Kind   string `json:"kind"`   // what the child holds there: file, symlink, dir, absent
+}
+
+// ConflictedPath is one path where the parent kept its own entry and the child's version was
+// not taken.
+type ConflictedPath struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"` // a Reason* constant
+	Parent string `json:"parent"` // what the parent holds: file, symlink, dir, absent
+	Child  string `json:"child"`  // what the child held: file, symlink, dir, absent (removed)
+	// Saved is where the child's version is, relative to the workspace directory
+	// (conflicts/PATH); empty when the child removed the path.
+	Saved string `json:"saved,omitempty"`
+}
+
+// Counts sums up a hand-back.
+type Counts struct {
+	Listed    int `json:"listed"`    // paths in the manifest
+	Changed   int `json:"changed"`   // paths the child changed
+	Taken     int `json:"taken"`     // of those, now the child's version in the parent
+	Conflicts int `json:"conflicts"` // of those, not taken
+	Ignored   int `json:"ignored"`   // new paths of the child that the ignore rules leave out
+}
+
+// compared counts content comparisons, for the test that unchanged files are not read.
+var compared atomic.Int64
+
+// hook, when set (by tests), is called after every change to the disk a hand-back makes.
+var hook func(what string)
+
+func step(what string) {
+	if hook != nil {
+		hook(what)
+	}
+}
+
+// Handback merges dir/copy into the parent recorded in dir's manifest, path by path as
+// Plan decides, saves the child's versions not taken under dir/conflicts, writes the
+// report to dir/handback.json and removes dir/base and dir/copy. The child must have
+// stopped. A hand-back cut at any moment can be run again from the start and ends with the
+// same tree and report; once handback.json exists, a repeat changes nothing and returns it.
+func Handback(ctx context.Context, dir string) (*Report, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if rep, err := readReport(dir); err == nil {
+		return rep, finish(dir)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	m, err := readManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	h := &handback{
+		dir: dir, parent: m.Parent, base: filepath.Join(dir, BaseDir), copy: filepath.Join(dir, CopyDir),
+		m: m, index: make(map[string]int, len(m.records)),
+	}
+	for i, r := range m.records {
+		h.index[r.Path] = i
+	}
+	facts, err := h.gather(ctx)
+	if err != nil {
+		return nil, err
+	}
+	steps := Plan(facts)
+	if err := h.clean(steps); err != nil {
+		return nil, err
+	}
+	for _, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := h.do(s); err != nil {
+			return nil, fmt.Errorf("hand-back %s: %w", s.Path, err)
+		}
+	}
+	rep := h.report(facts, steps)
+	if err := writeReport(dir, rep); err != nil {
+		return nil, err
+	}
+	step("report")
+	return rep, finish(dir)
+}
+
+// finish removes the base and the copy once the report is written.
+func finish(dir string) error {
+	for _, name := range []string{CopyDir, BaseDir} {
+		if err := removeAll(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+		step("remove " + name)
+	}
+	return nil
+}
+
+type handback struct {
+	dir, parent, base, copy string
+	m                       *manifest
+	index                   map[string]int // path -> record
+	ignored                 int
+}
+
+func join(root, rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }
+
+// childEntry is what the copy holds at a path.
+type childEntry struct {
+	kind  Kind
+	facts facts
+}
+
+// gather walks the copy and collects the facts of every path the child changed, of their
+// ancestors, and of the parent's entries in directories the child removes or replaces.
+// It reads a file only where its stat facts differ from the manifest's.
+func (h *handback) gather(ctx context.Context) ([]PathFacts, error) {
+	child := make(map[string]childEntry, len(h.m.records))
+	if err := h.walkCopy(ctx, child); err != nil {
+		return nil, err
+	}
+	var changed []string
+	for _, r := range h.m.records {
+		c := child[r.Path]
+		if h.childChanged(&r, c) {
+			changed = append(changed, r.Path)
+		}
+	}
+	for p, c := range child {
+		if _, ok := h.index[p]; !ok && c.kind != Absent {
+			changed = append(changed, p)
+		}
+	}
+	slices.SortFunc(changed, comparePaths)
+
+	byPath := map[string]*PathFacts{}
+	var out []*PathFacts
+	add := func(p string, childChanged bool) (*PathFacts, error) {
+		if f := byPath[p]; f != nil {
+			f.ChildChanged = f.ChildChanged || childChanged
+			return f, nil
+		}
+		f := &PathFacts{Path: p, Child: child[p].kind, ChildChanged: childChanged}
+		var rec *record
+		if i, ok := h.index[p]; ok {
+			rec = &h.m.records[i]
+			f.Base = rec.Kind
+		}
+		pf, pk, err := lstatFacts(join(h.parent, p))
+		if err != nil {
+			return nil, err
+		}
+		f.Parent = pk
+		switch {
+		case rec == nil:
+			f.ParentChanged = pk != Absent
+		case pk != rec.Kind:
+			f.ParentChanged = true
+		case pk == Dir:
+		case sameFacts(pf, rec.Parent) && !rec.Racy:
+		default:
+			eq, err := equalEntries(join(h.parent, p), join(h.base, p), pk)
+			if err != nil {
+				return nil, err
+			}
+			f.ParentChanged = !eq
+		}
+		byPath[p] = f
+		out = append(out, f)
+		return f, nil
+	}
+	for _, p := range changed {
+		f, err := add(p, true)
+		if err != nil {
+			return nil, err
+		}
+		if f.ParentChanged && f.Parent == f.Child {
+			switch f.Child {
+			case Absent, Dir:
+				f.Same = true
+			default:
+				if f.Same, err = equalEntries(join(h.parent, p), join(h.copy, p), f.Child); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			if byPath[d] != nil {
+				break
+			}
+			if _, err := add(d, false); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// The parent's entries in directories the child removes or replaces by a file: an
+	// entry that stays keeps its directory.
+	for _, p := range changed {
+		f := byPath[p]
+		if f.Parent != Dir || f.Child == Dir {
+			continue
+		}
+		des, err := os.ReadDir(join(h.parent, p))
+		if err != nil {
+			return nil, err
+		}
+		for _, de := range des {
+			sub := path.Join(p, de.Name())
+			if isTemp(de.Name()) || byPath[sub] != nil {
+				continue
+			}
+			if _, err := add(sub, false); err != nil {
+				return nil, err
+			}
+		}
+	}
+	facts := make([]PathFacts, len(out))
+	for i, f := range out {
+		facts[i] = *f
+	}
+	return facts, nil
+}
+
+func sameFacts(a, b facts) bool { return a == b }
+
+// childChanged reports whether the copy's entry differs from the base's, reading both only
+// when the stat facts differ from those recorded at spawn.
+func (h *handback) childChanged(r *record, c childEntry) bool {
+	switch {
+	case c.kind != r.Kind:
+		return true
+	case c.kind == Dir:
+		return false
+	case sameFacts(c.facts, r.Copy) && r.Copy.Ctime < h.m.Stamp-racyWindow.Nanoseconds():
+		return false
+	}
+	eq, err := equalEntries(join(h.copy, r.Path), join(h.base, r.Path), c.kind)
+	return err != nil || !eq
+}
+
+// walkCopy records what the copy holds: every path of the manifest, and every new path the
+// ignore rules (the recorded ones and the copy's own .gitignore files) do not leave out.
+func (h *handback) walkCopy(ctx context.Context, child map[string]childEntry) error {
+	var walk func(rel string, elems []string, ps []gitignore.Pattern) error
+	walk = func(rel string, elems []string, ps []gitignore.Pattern) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d, err := os.Open(join(h.copy, rel))
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		des, err := d.ReadDir(-1)
+		if err != nil {
+			return err
+		}
+		fd := int(d.Fd())
+		for _, de := range des {
+			if de.Name() == ".gitignore" && de.Type().IsRegular() {
+				more, err := readIgnoreFile(filepath.Join(join(h.copy, rel), ".gitignore"), elems)
+				if err != nil {
+					return err
+				}
+				ps = append(slices.Clip(ps), more...)
+				break
+			}
+		}
+		var m gitignore.Matcher
+		for _, de := range des {
+			name := de.Name()
+			if name == ".git" {
+				continue
+			}
+			sub := path.Join(rel, name)
+			subElems := append(slices.Clip(elems), name)
+			var e childEntry
+			if _, listed := h.index[sub]; listed {
+				var st unix.Stat_t
+				if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+					return &pathError{op: "lstat", path: join(h.copy, sub), err: err}
+				}
+				e.facts = factsOf(&st)
+				e.kind = kindOfMode(e.facts.Mode)
+			} else {
+				e.kind = kindOf(de.Type())
+				if e.kind == Absent {
+					h.ignored++ // a fifo, socket or device: never handed back
+					continue
+				}
+				if m == nil {
+					m = gitignore.NewMatcher(ps)
+				}
+				if m.Match(subElems, e.kind == Dir) {
+					h.ignored++
+					continue
+				}
+			}
+			if e.kind == Absent {
+				continue
+			}
+			child[sub] = e
+			if e.kind == Dir {
+				if err := walk(sub, subElems, ps); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk("", slices.Clone(h.m.Prefix), h.m.patterns())
+}
+
+// equalEntries compares the contents of two entries of kind k: a file's permission bits
+// and bytes, a symlink's target.
+func equalEntries(a, b string, k Kind) (bool, error) {
+	compared.Add(1)
+	switch k {
+	case Symlink:
+		ta, err := os.Readlink(a)
+		if err != nil {
+			return false, err
+		}
+		tb, err := os.Readlink(b)
+		return err == nil && ta == tb, err
+	case File:
+		fa, err := os.Open(a)
+		if err != nil {
+			return false, err
+		}
+		defer fa.Close()
+		fb, err := os.Open(b)
+		if err != nil {
+			return false, err
+		}
+		defer fb.Close()
+		sa, err := fa.Stat()
+		if err != nil {
+			return false, err
+		}
+		sb, err := fb.Stat()
+		if err != nil {
+			return false, err
+		}
+		if sa.Size() != sb.Size() || sa.Mode().Perm() != sb.Mode().Perm() {
+			return false, nil
+		}
+		ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+		for {
+			na, ea := io.ReadFull(fa, ba)
+			nb, eb := io.ReadFull(fb, bb)
+			if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+				return false, nil
+			}
+			if ea == io.EOF || ea == io.ErrUnexpectedEOF {
+				return eb == ea, nil
+			}
+			if ea != nil {
+				return false, ea
+			}
+			if eb != nil {
+				return false, eb
+			}
+		}
+	}
+	return true, nil
+}
+
+// tempPrefix starts the fixed sibling name each path is written to before its rename.
+const tempPrefix = ".paddock-handback-"
+
+func isTemp(name string) bool { return strings.HasPrefix(name, tempPrefix) }
+
+// tempFor is the fixed sibling of name that a write to name goes through: the same for
+// every run, so a rerun after a crash finds and removes what the crash left.
+func tempFor(name string) string {
+	sum := sha256.Sum256([]byte(filepath.Base(name)))
+	return filepath.Join(filepath.Dir(name), tempPrefix+hex.EncodeToString(sum[:8]))
+}
+
+// clean removes what a cut run may have left beside the paths this run touches.
+func (h *handback) clean(steps []Step) error {
+	for _, s := range steps {
+		if s.Action == Keep {
+			continue
+		}
+		for _, name := range []string{join(h.parent, s.Path), join(filepath.Join(h.dir, ConflictsDir), s.Path)} {
+			t := tempFor(name)
+			if _, err := os.Lstat(t); err == nil {
+				if err := removeAll(t); err != nil {
+					return err
+				}
+				step("clean " + s.Path)
+			}
+		}
+	}
+	return nil
+}
+
+// do carries out one step.
+func (h *handback) do(s Step) error {
+	switch s.Action {
+	case Take:
+		return h.put(join(h.copy, s.Path), join(h.parent, s.Path), s.Child)
+	case Conflict:
+		if s.Child == Absent {
+			return nil
+		}
+		return h.put(join(h.copy, s.Path), join(filepath.Join(h.dir, ConflictsDir), s.Path), s.Child)
+	}
+	return nil
+}
+
+// put makes dst hold what src holds (kind k; Absent: nothing), by one rename or exchange
+// from dst's fixed sibling, so dst is at every moment either its old entry or its new one.
+func (h *handback) put(src, dst string, k Kind) error {
+	_, old, err := lstatFacts(dst)
+	if err != nil {
+		return err
+	}
+	if k == Absent {
+		switch old {
+		case Dir:
+			err = unix.Rmdir(dst)
+		case File, Symlink:
+			err = unix.Unlink(dst)
+		default:
+			return nil
+		}
+		if err != nil && err != unix.ENOENT {
+			return &pathError{op: "remove", path: dst, err: err}
+		}
+		step("remove " + dst)
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
+		return err
+	}
+	sf, _, err := lstatFacts(src)
+	if err != nil {
+		return err
+	}
+	if k == Dir && old == Absent {
+		if err := os.Mkdir(dst, os.FileMode(sf.Mode&0o777)); err != nil && !os.IsExist(err) {
+			return err
+		}
+		step("mkdir " + dst)
+		return nil
+	}
+	if k == Dir && old == Dir {
+		return nil
+	}
+	tmp := tempFor(dst)
+	switch k {
+	case File:
+		if err := cloneOne(src, tmp); err != nil {
+			return err
+		}
+	case Symlink:
+		target, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		if err := os.Symlink(target, tmp); err != nil {
+			return err
+		}
+		if err := setTimes(tmp, sf.Mtime, true); err != nil {
+			return err
+		}
+	case Dir:
+		if err := os.Mkdir(tmp, os.FileMode(sf.Mode&0o777)); err != nil {
+			return err
+		}
+	}
+	step("write " + tmp)
+	if old == Dir || k == Dir && old != Absent {
+		// A directory takes a file's place, or a file an empty directory's: swap them in
+		// one step, then remove the old entry, now at the sibling's name.
+		if err := exchange(tmp, dst); err != nil {
+			return err
+		}
+		step("exchange " + dst)
+		if err := removeAll(tmp); err != nil {
+			return err
+		}
+		step("remove " + tmp)
+		return nil
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return err
+	}
+	step("rename " + dst)
+	return nil
+}
+
+// cloneOne makes dst a copy of the file src (sharing extents where the filesystem can),
+// with its permission bits and times.
+func cloneOne(src, dst string) error {
+	fd, err := unix.Open(src, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &pathError{op: "open", path: src, err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	c := &cloner{}
+	if _, err := c.cloneFile(fd, src, dst, factsOf(&st)); err != nil {
+		return err
+	}
+	return unix.UtimesNano(dst, []unix.Timespec{st.Atim, st.Mtim})
+}
+
+func (h *handback) report(facts []PathFacts, steps []Step) *Report {
+	base := make(map[string]Kind, len(facts))
+	for _, f := range facts {
+		base[f.Path] = f.Base
+	}
+	rep := &Report{Parent: h.parent, Dir: h.dir, Taken: []Change{}, Conflicts: []ConflictedPath{}}
+	for _, s := range steps {
+		switch s.Action {
+		case Take, Same:
+			c := Change{Path: s.Path, Change: "modified", Kind: s.Child.String()}
+			switch {
+			case base[s.Path] == Absent:
+				c.Change = "added"
+			case s.Child == Absent:
+				c.Change = "removed"
+			}
+			rep.Taken = append(rep.Taken, c)
+		case Conflict:
+			c := ConflictedPath{Path: s.Path, Reason: s.Reason, Parent: s.Parent.String(), Child: s.Child.String()}
+			if s.Child != Absent {
+				c.Saved = ConflictsDir + "/" + s.Path
+			}
+			rep.Conflicts = append(rep.Conflicts, c)
+		}
+	}
+	slices.SortFunc(rep.Taken, func(a, b Change) int { return comparePaths(a.Path, b.Path) })
+	slices.SortFunc(rep.Conflicts, func(a, b ConflictedPath) int { return comparePaths(a.Path, b.Path) })
+	rep.Counts = Counts{
+		Listed: len(h.m.records), Taken: len(rep.Taken), Conflicts: len(rep.Conflicts),
+		Changed: len(rep.Taken) + len(rep.Conflicts), Ignored: h.ignored,
+	}
+	return rep
+}
+
+func writeReport(dir string, rep *Report) error {
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	name := filepath.Join(dir, ReportName)
+	tmp := tempFor(name)
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	f, err := os.Open(tmp)
+	if err == nil {
+		f.Sync()
+		f.Close()
+	}
+	return os.Rename(tmp, name)
+}
+
+func readReport(dir string) (*Report, error) {
+	data, err := os.ReadFile(filepath.Join(dir, ReportName))
+	if err != nil {
+		return nil, err
+	}
+	var rep Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, &Error{Code: CodeBadManifest, Msg: fmt.Sprintf("the hand-back report of %s cannot be read", dir), Err: err}
+	}
+	return &rep, nil
+}

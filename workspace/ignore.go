@@ -1,0 +1,76 @@
+package workspace
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+)
+
+// ignoreFacts records, for a parent in a git work tree, the ignore rules that apply to it
+// but that its copy does not hold: .git/info/exclude, the global excludes file, and the
+// .gitignore files of the directories above the parent inside the work tree.
+func ignoreFacts(ctx context.Context, parent string) (header, error) {
+	var h header
+	if !inGitWorkTree(ctx, parent) {
+		return h, nil
+	}
+	out, err := gitLines(ctx, parent, "rev-parse", "--show-toplevel")
+	if err != nil || len(out) == 0 {
+		return h, err
+	}
+	top := strings.TrimSpace(out[0])
+	if rp, err := filepath.EvalSymlinks(parent); err == nil {
+		if rel, err := filepath.Rel(top, rp); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			h.Prefix = strings.Split(filepath.ToSlash(rel), "/")
+		}
+	}
+	add := func(name string, domain []string) {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return
+		}
+		var ps []string
+		for _, l := range strings.Split(string(data), "\n") {
+			l = strings.TrimSuffix(l, "\r")
+			if l != "" && !strings.HasPrefix(l, "#") && strings.TrimSpace(l) != "" {
+				ps = append(ps, l)
+			}
+		}
+		if len(ps) > 0 {
+			h.Ignore = append(h.Ignore, ignoreSet{Domain: domain, Patterns: ps})
+		}
+	}
+	// Lowest priority first: the global file, info/exclude, then .gitignore files downwards.
+	if ex, err := gitLines(ctx, parent, "config", "--path", "--get", "core.excludesFile"); err == nil && len(ex) > 0 {
+		add(strings.TrimSpace(ex[0]), nil)
+	} else if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
+		add(filepath.Join(x, "git", "ignore"), nil)
+	} else if home, err := os.UserHomeDir(); err == nil {
+		add(filepath.Join(home, ".config", "git", "ignore"), nil)
+	}
+	if p, err := gitLines(ctx, parent, "rev-parse", "--git-path", "info/exclude"); err == nil && len(p) > 0 {
+		name := strings.TrimSpace(p[0])
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(parent, name)
+		}
+		add(name, nil)
+	}
+	for i := range h.Prefix {
+		add(filepath.Join(append([]string{top}, append(h.Prefix[:i:i], ".gitignore")...)...), h.Prefix[:i:i])
+	}
+	return h, nil
+}
+
+// patterns are the recorded ignore rules, parsed.
+func (h *header) patterns() []gitignore.Pattern {
+	var ps []gitignore.Pattern
+	for _, s := range h.Ignore {
+		for _, p := range s.Patterns {
+			ps = append(ps, gitignore.ParsePattern(p, s.Domain))
+		}
+	}
+	return ps
+}

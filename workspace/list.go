@@ -1,0 +1,328 @@
+package workspace
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+)
+
+// MaxFiles is the most files (regular files and symlinks) an isolated workspace holds.
+const MaxFiles = 100_000
+
+// Kind is what a path holds.
+type Kind uint8
+
+// Kinds of entry. Absent is used by the hand-back for a path that holds nothing.
+const (
+	Absent Kind = iota
+	File
+	Symlink
+	Dir
+)
+
+func (k Kind) String() string {
+	switch k {
+	case File:
+		return "file"
+	case Symlink:
+		return "symlink"
+	case Dir:
+		return "dir"
+	}
+	return "absent"
+}
+
+// Entry is one listed path, relative to the listed root, with slashes.
+type Entry struct {
+	Path string
+	Kind Kind
+}
+
+// ListOptions adjusts List.
+type ListOptions struct {
+	// MaxFiles overrides the limit of MaxFiles when positive (tests use a small one).
+	MaxFiles int
+	// Exclude names paths (relative, with slashes) left out with everything under them.
+	Exclude []string
+}
+
+// List returns the files of root that an isolated workspace copies, sorted by path: the
+// tracked and untracked files that are not ignored, with `git ls-files` semantics when root
+// is in a git work tree and every .gitignore file applied otherwise. It never lists .git or
+// an ignored directory; symlinks are listed as symlinks, not followed; directories are
+// listed too, so empty ones are kept. More than MaxFiles files is refused with an *Error of
+// Code CodeTooManyFiles.
+func List(ctx context.Context, root string, opts ListOptions) ([]Entry, error) {
+	fi, err := os.Stat(root)
+	if err != nil {
+		return nil, &Error{Code: CodeNotDirectory, Msg: fmt.Sprintf("workspace %s cannot be listed", root), Err: err}
+	}
+	if !fi.IsDir() {
+		return nil, &Error{Code: CodeNotDirectory, Msg: fmt.Sprintf("workspace %s is not a directory", root)}
+	}
+	max := opts.MaxFiles
+	if max <= 0 {
+		max = MaxFiles
+	}
+	l := &lister{root: root, max: max, exclude: opts.Exclude}
+	if inGitWorkTree(ctx, root) {
+		err = l.git(ctx)
+	} else {
+		err = l.walk(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(l.out, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	l.out = slices.CompactFunc(l.out, func(a, b Entry) bool { return a.Path == b.Path })
+	return l.out, nil
+}
+
+type lister struct {
+	root    string
+	max     int
+	exclude []string
+	files   int
+	out     []Entry
+}
+
+func (l *lister) excluded(rel string) bool {
+	for _, x := range l.exclude {
+		if rel == x || strings.HasPrefix(rel, x+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *lister) add(rel string, k Kind) error {
+	if k != Dir {
+		l.files++
+		if l.files > l.max {
+			return &Error{Code: CodeTooManyFiles, Msg: fmt.Sprintf(
+				"the workspace holds more than %d files, too many to copy for an isolated workspace; use workspace=shared instead", l.max)}
+		}
+	}
+	l.out = append(l.out, Entry{Path: rel, Kind: k})
+	return nil
+}
+
+func kindOf(m fs.FileMode) Kind {
+	switch {
+	case m.IsRegular():
+		return File
+	case m&fs.ModeSymlink != 0:
+		return Symlink
+	case m.IsDir():
+		return Dir
+	}
+	return Absent // fifos, sockets, devices: never copied
+}
+
+func inGitWorkTree(ctx context.Context, root string) bool {
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--is-inside-work-tree").Output()
+	return err == nil && strings.TrimSpace(string(out)) == "true"
+}
+
+func gitLines(ctx context.Context, root string, args ...string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", root, "-c", "core.quotepath=off"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	var lines []string
+	for _, s := range bytes.Split(out, []byte{0}) {
+		if len(s) > 0 {
+			lines = append(lines, string(s))
+		}
+	}
+	return lines, nil
+}
+
+// git lists root with git's rules: files from `git ls-files --cached --others
+// --exclude-standard`; directories from a walk that skips .git, nested repositories and the
+// directories git reports as ignored.
+func (l *lister) git(ctx context.Context) error {
+	files, err := gitLines(ctx, l.root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	if err != nil {
+		return err
+	}
+	ignored, err := gitLines(ctx, l.root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory")
+	if err != nil {
+		return err
+	}
+	ignoredDirs := map[string]bool{}
+	for _, p := range ignored {
+		if strings.HasSuffix(p, "/") {
+			ignoredDirs[strings.TrimSuffix(p, "/")] = true
+		}
+	}
+	dirs := map[string]bool{}
+	for _, rel := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if l.excluded(rel) || hasGitElem(rel) {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(l.root, filepath.FromSlash(rel)))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // tracked, removed from the work tree
+		}
+		if err != nil {
+			return err
+		}
+		k := kindOf(fi.Mode())
+		if k == Absent {
+			continue
+		}
+		if k == Dir { // a submodule: its own repository, kept as a directory
+			dirs[rel] = true
+			continue
+		}
+		if err := l.add(rel, k); err != nil {
+			return err
+		}
+		for d := path.Dir(rel); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	// Directories holding no listed file (empty, or holding ignored files only).
+	var walk func(rel string) error
+	walk = func(rel string) error {
+		des, err := os.ReadDir(filepath.Join(l.root, filepath.FromSlash(rel)))
+		if err != nil {
+			return err
+		}
+		for _, de := range des {
+			if !de.IsDir() || de.Name() == ".git" {
+				continue
+			}
+			sub := path.Join(rel, de.Name())
+			if ignoredDirs[sub] || l.excluded(sub) {
+				continue
+			}
+			dirs[sub] = true
+			if _, err := os.Lstat(filepath.Join(l.root, filepath.FromSlash(sub), ".git")); err == nil {
+				continue // a nested repository
+			}
+			if err := walk(sub); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(""); err != nil {
+		return err
+	}
+	for d := range dirs {
+		l.out = append(l.out, Entry{Path: d, Kind: Dir})
+	}
+	return nil
+}
+
+func hasGitElem(rel string) bool {
+	return rel == ".git" || strings.HasPrefix(rel, ".git/") || strings.Contains(rel, "/.git/") || strings.HasSuffix(rel, "/.git")
+}
+
+// walk lists root without git: every .gitignore file applies to its directory and below.
+func (l *lister) walk(ctx context.Context) error {
+	return walkTree(ctx, l.root, nil, func(rel string, k Kind) error {
+		if l.excluded(rel) {
+			return fs.SkipDir
+		}
+		return l.add(rel, k)
+	})
+}
+
+// walkTree visits every entry under root that the .gitignore files in the tree (and the
+// given patterns, of lowest priority) do not ignore, parents before children. It never
+// visits .git. visit may return fs.SkipDir to leave out a directory.
+func walkTree(ctx context.Context, root string, base []gitignore.Pattern, visit func(rel string, k Kind) error) error {
+	var walk func(rel string, elems []string, ps []gitignore.Pattern) error
+	walk = func(rel string, elems []string, ps []gitignore.Pattern) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		dir := filepath.Join(root, filepath.FromSlash(rel))
+		des, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, de := range des {
+			if de.Name() == ".gitignore" && de.Type().IsRegular() {
+				more, err := readIgnoreFile(filepath.Join(dir, ".gitignore"), elems)
+				if err != nil {
+					return err
+				}
+				ps = append(slices.Clip(ps), more...)
+				break
+			}
+		}
+		m := gitignore.NewMatcher(ps)
+		for _, de := range des {
+			name := de.Name()
+			if name == ".git" {
+				continue
+			}
+			k := kindOf(de.Type())
+			if k == Absent {
+				continue
+			}
+			sub := append(slices.Clip(elems), name)
+			if m.Match(sub, k == Dir) {
+				continue
+			}
+			srel := path.Join(rel, name)
+			switch err := visit(srel, k); {
+			case errors.Is(err, fs.SkipDir):
+				continue
+			case err != nil:
+				return err
+			}
+			if k == Dir {
+				if err := walk(srel, sub, ps); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk("", nil, base)
+}
+
+func readIgnoreFile(name string, domain []string) ([]gitignore.Pattern, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return parseIgnore(f, domain)
+}
+
+func parseIgnore(r interface{ Read([]byte) (int, error) }, domain []string) ([]gitignore.Pattern, error) {
+	var ps []gitignore.Pattern
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		s := strings.TrimSuffix(sc.Text(), "\r")
+		if strings.HasPrefix(s, "#") || strings.TrimSpace(s) == "" {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(s, domain))
+	}
+	return ps, sc.Err()
+}

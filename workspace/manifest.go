@@ -1,0 +1,234 @@
+package workspace
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Names inside a workspace directory.
+const (
+	BaseDir      = "base"          // the tree as the child found it
+	CopyDir      = "copy"          // the child's copy, where it works
+	ManifestName = "manifest"      // facts recorded at spawn; its presence ends a clone
+	ReportName   = "handback.json" // the hand-back's report; its presence ends a hand-back
+	ConflictsDir = "conflicts"     // the child's versions not taken, by path
+)
+
+const manifestVersion = 1
+
+// header is the manifest's first line.
+type header struct {
+	Version int       `json:"version"`
+	Parent  string    `json:"parent"`
+	Created time.Time `json:"created"`
+	// Prefix is the parent's path inside its git work tree (elements), and Ignore the
+	// ignore files of the work tree that the copy does not hold (info/exclude, the global
+	// excludes file, .gitignore files above the parent): the hand-back leaves out new
+	// files of the child that git would ignore in the parent.
+	Prefix []string    `json:"prefix,omitempty"`
+	Ignore []ignoreSet `json:"ignore,omitempty"`
+	// Stamp is the time (ns) when the last file of the copy was made: a copy file whose
+	// ctime is within racyWindow of it could change again in the same clock tick unseen,
+	// so its contents are compared at the hand-back.
+	Stamp int64 `json:"stamp"`
+	Files int   `json:"files"`
+	Dirs  int   `json:"dirs"`
+	Links int   `json:"symlinks"`
+	Bytes int64 `json:"bytes"`
+}
+
+type ignoreSet struct {
+	Domain   []string `json:"domain,omitempty"`
+	Patterns []string `json:"patterns"`
+}
+
+// record is one listed path with the facts of the parent's entry at spawn (Parent) and of
+// the child's copy as made (Copy). Directories record only their mode.
+type record struct {
+	Path   string
+	Kind   Kind
+	Racy   bool // the parent's entry changed within racyWindow of being read
+	Parent facts
+	Copy   facts
+}
+
+type manifest struct {
+	header
+	records []record
+}
+
+var kindChar = [...]byte{Absent: '-', File: 'f', Symlink: 'l', Dir: 'd'}
+
+// The manifest is one JSON line, then one record per path, each ended by a NUL byte:
+// kind, ten decimal fields, a space and the path. A path cannot hold a NUL, and a text
+// record keeps loading a 100,000-path manifest far cheaper than a JSON array.
+func writeManifest(name string, m *manifest) error {
+	tmp := name + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<16)
+	h, err := json.Marshal(m.header)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	w.Write(h)
+	w.WriteByte('\n')
+	var b []byte
+	for _, r := range m.records {
+		b = append(b[:0], kindChar[r.Kind])
+		if r.Racy {
+			b[0] -= 'a' - 'A'
+		}
+		for _, fa := range [2]facts{r.Parent, r.Copy} {
+			b = append(b, ' ')
+			b = strconv.AppendUint(b, uint64(fa.Mode), 10)
+			b = append(b, ' ')
+			b = strconv.AppendInt(b, fa.Size, 10)
+			b = append(b, ' ')
+			b = strconv.AppendInt(b, fa.Mtime, 10)
+			b = append(b, ' ')
+			b = strconv.AppendInt(b, fa.Ctime, 10)
+			b = append(b, ' ')
+			b = strconv.AppendUint(b, fa.Ino, 10)
+		}
+		b = append(b, ' ')
+		b = append(b, r.Path...)
+		b = append(b, 0)
+		w.Write(b)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, name)
+}
+
+func readManifest(dir string) (*manifest, error) {
+	name := filepath.Join(dir, ManifestName)
+	data, err := os.ReadFile(name)
+	if os.IsNotExist(err) {
+		return nil, &Error{Code: CodeNoManifest, Msg: fmt.Sprintf("%s holds no isolated workspace (no %s)", dir, ManifestName)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := parseManifest(data)
+	if err != nil {
+		return nil, &Error{Code: CodeBadManifest, Msg: fmt.Sprintf("the manifest of %s cannot be read", dir), Err: err}
+	}
+	return m, nil
+}
+
+func parseManifest(data []byte) (*manifest, error) {
+	nl := bytes.IndexByte(data, '\n')
+	if nl < 0 {
+		return nil, io.ErrUnexpectedEOF
+	}
+	m := &manifest{}
+	if err := json.Unmarshal(data[:nl], &m.header); err != nil {
+		return nil, err
+	}
+	if m.Version != manifestVersion {
+		return nil, fmt.Errorf("manifest version %d, want %d", m.Version, manifestVersion)
+	}
+	rest := data[nl+1:]
+	m.records = make([]record, 0, m.Files+m.Dirs+m.Links)
+	for len(rest) > 0 {
+		end := bytes.IndexByte(rest, 0)
+		if end < 0 {
+			return nil, io.ErrUnexpectedEOF
+		}
+		r, err := parseRecord(rest[:end])
+		if err != nil {
+			return nil, err
+		}
+		m.records = append(m.records, r)
+		rest = rest[end+1:]
+	}
+	return m, nil
+}
+
+func parseRecord(b []byte) (record, error) {
+	var r record
+	if len(b) < 2 || b[1] != ' ' {
+		return r, fmt.Errorf("bad manifest record %q", b)
+	}
+	c := b[0]
+	if c >= 'A' && c <= 'Z' {
+		r.Racy = true
+		c += 'a' - 'A'
+	}
+	switch c {
+	case 'f':
+		r.Kind = File
+	case 'l':
+		r.Kind = Symlink
+	case 'd':
+		r.Kind = Dir
+	default:
+		return r, fmt.Errorf("bad manifest record kind %q", c)
+	}
+	b = b[2:]
+	var nums [10]int64
+	for i := range nums {
+		sp := bytes.IndexByte(b, ' ')
+		if sp < 0 {
+			return r, fmt.Errorf("short manifest record")
+		}
+		n, err := strconv.ParseInt(string(b[:sp]), 10, 64)
+		if err != nil {
+			// inode numbers can exceed int64
+			u, uerr := strconv.ParseUint(string(b[:sp]), 10, 64)
+			if uerr != nil {
+				return r, err
+			}
+			n = int64(u)
+		}
+		nums[i] = n
+		b = b[sp+1:]
+	}
+	if !validRel(string(b)) {
+		return r, fmt.Errorf("bad manifest path %q", b)
+	}
+	r.Path = string(b)
+	r.Parent = facts{Mode: uint32(nums[0]), Size: nums[1], Mtime: nums[2], Ctime: nums[3], Ino: uint64(nums[4])}
+	r.Copy = facts{Mode: uint32(nums[5]), Size: nums[6], Mtime: nums[7], Ctime: nums[8], Ino: uint64(nums[9])}
+	return r, nil
+}
+
+// validRel reports whether p is a clean relative slash path that stays below its root.
+func validRel(p string) bool {
+	if p == "" || p[0] == '/' || p[len(p)-1] == '/' {
+		return false
+	}
+	for len(p) > 0 {
+		i := bytes.IndexByte([]byte(p), '/')
+		elem := p
+		if i >= 0 {
+			elem, p = p[:i], p[i+1:]
+		} else {
+			p = ""
+		}
+		if elem == "" || elem == "." || elem == ".." {
+			return false
+		}
+	}
+	return true
+}
