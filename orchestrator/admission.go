@@ -6,13 +6,13 @@ import "github.com/paddockhq/paddock/transport/wire"
 // the reader in gate.go gathers the facts (the frame's head, its size, whether its type is
 // served and its id was used) and does what the decision says.
 
-// Verdict is what the gate does with a frame.
-type Verdict int
+// Action is what the gate does with a frame.
+type Action int
 
 const (
 	// Accept: a host request that reaches its handler; the handler's result or error is the
 	// one reply.
-	Accept Verdict = iota
+	Accept Action = iota
 	// Refuse: a host request answered with one error reply and no other effect.
 	Refuse
 	// Route: a reply or a stream chunk, handed to the request it belongs to.
@@ -23,7 +23,7 @@ const (
 	Fault
 )
 
-func (v Verdict) String() string {
+func (v Action) String() string {
 	return [...]string{"accept", "refuse", "route", "drop", "fault"}[v]
 }
 
@@ -47,7 +47,7 @@ type FrameFacts struct {
 
 // Admission is the gate's decision for one frame.
 type Admission struct {
-	Verdict Verdict
+	Action Action
 	Status  string // Refuse: wire.StatusError or wire.StatusDuplicate
 	Code    string // Refuse: why; Drop: a diagnostic code when there is one
 	// Remember: the frame's id joins the ids remembered.
@@ -64,7 +64,7 @@ type Admission struct {
 //   - any other event needs no reply and is dropped.
 func Admit(f FrameFacts) Admission {
 	if f.HeadErr != nil {
-		return Admission{Verdict: Fault}
+		return Admission{Action: Fault}
 	}
 	switch f.Head.Event {
 	case wire.EventHostRequest:
@@ -80,18 +80,18 @@ func Admit(f FrameFacts) Admission {
 		case !f.Served:
 			return refuse(wire.StatusError, CodeUnknownType, true)
 		}
-		return Admission{Verdict: Accept, Remember: true}
+		return Admission{Action: Accept, Remember: true}
 	case wire.EventStream:
 		if f.Oversize {
-			return Admission{Verdict: Drop, Code: CodeTooLarge}
+			return Admission{Action: Drop, Code: CodeTooLarge}
 		}
-		return Admission{Verdict: Route}
+		return Admission{Action: Route}
 	case wire.EventReply:
-		return Admission{Verdict: Route}
+		return Admission{Action: Route}
 	}
-	return Admission{Verdict: Drop}
+	return Admission{Action: Drop}
 }
 
 func refuse(status, code string, remember bool) Admission {
-	return Admission{Verdict: Refuse, Status: status, Code: code, Remember: remember}
+	return Admission{Action: Refuse, Status: status, Code: code, Remember: remember}
 }

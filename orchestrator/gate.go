@@ -95,7 +95,7 @@ func (g *Gate) read(r *wire.Reader, queue chan<- item) error {
 		if adm.Remember {
 			g.ids.add(facts.Head.ID)
 		}
-		switch adm.Verdict {
+		switch adm.Action {
 		case Fault:
 			var pf *wire.ProtocolFault
 			if !errors.As(facts.HeadErr, &pf) {
@@ -121,7 +121,7 @@ func (g *Gate) read(r *wire.Reader, queue chan<- item) error {
 func (g *Gate) answer(ctx context.Context, it item) {
 	id := it.head.ID
 	var reply *wire.Frame
-	if it.adm.Verdict == Refuse {
+	if it.adm.Action == Refuse {
 		reply = wire.ErrorReply(id, it.adm.Status, it.adm.Code, refusalText(it))
 	} else {
 		reply = g.serve(ctx, it)

@@ -22,19 +22,19 @@ func TestAdmit(t *testing.T) {
 		facts FrameFacts
 		want  Admission
 	}{
-		{"accepted", FrameFacts{Head: hr("1", "fs.read"), Served: true}, Admission{Verdict: Accept, Remember: true}},
-		{"oversize", FrameFacts{Head: hr("1", "fs.read"), Served: true, Oversize: true}, Admission{Verdict: Refuse, Status: wire.StatusError, Code: CodeTooLarge, Remember: true}},
-		{"unserved", FrameFacts{Head: hr("1", "nope")}, Admission{Verdict: Refuse, Status: wire.StatusError, Code: CodeUnknownType, Remember: true}},
-		{"no type", FrameFacts{Head: hr("1", "")}, Admission{Verdict: Refuse, Status: wire.StatusError, Code: CodeNoType, Remember: true}},
-		{"no id", FrameFacts{Head: hr("", "fs.read"), Served: true}, Admission{Verdict: Refuse, Status: wire.StatusError, Code: CodeNoID}},
-		{"used id", FrameFacts{Head: hr("1", "fs.read"), Served: true, Seen: true}, Admission{Verdict: Refuse, Status: wire.StatusDuplicate, Code: CodeDuplicate}},
-		{"used id, oversize", FrameFacts{Head: hr("1", "fs.read"), Seen: true, Oversize: true}, Admission{Verdict: Refuse, Status: wire.StatusDuplicate, Code: CodeDuplicate}},
-		{"stream", FrameFacts{Head: wire.Head{Event: wire.EventStream, ID: "3"}}, Admission{Verdict: Route}},
-		{"oversize stream", FrameFacts{Head: wire.Head{Event: wire.EventStream, ID: "3"}, Oversize: true}, Admission{Verdict: Drop, Code: CodeTooLarge}},
-		{"reply", FrameFacts{Head: wire.Head{Event: wire.EventReply, ID: "3"}}, Admission{Verdict: Route}},
-		{"oversize reply", FrameFacts{Head: wire.Head{Event: wire.EventReply, ID: "3"}, Oversize: true}, Admission{Verdict: Route}},
-		{"other event", FrameFacts{Head: wire.Head{Event: "log"}}, Admission{Verdict: Drop}},
-		{"unreadable head", FrameFacts{HeadErr: &wire.ProtocolFault{Reason: "x"}}, Admission{Verdict: Fault}},
+		{"accepted", FrameFacts{Head: hr("1", "fs.read"), Served: true}, Admission{Action: Accept, Remember: true}},
+		{"oversize", FrameFacts{Head: hr("1", "fs.read"), Served: true, Oversize: true}, Admission{Action: Refuse, Status: wire.StatusError, Code: CodeTooLarge, Remember: true}},
+		{"unserved", FrameFacts{Head: hr("1", "nope")}, Admission{Action: Refuse, Status: wire.StatusError, Code: CodeUnknownType, Remember: true}},
+		{"no type", FrameFacts{Head: hr("1", "")}, Admission{Action: Refuse, Status: wire.StatusError, Code: CodeNoType, Remember: true}},
+		{"no id", FrameFacts{Head: hr("", "fs.read"), Served: true}, Admission{Action: Refuse, Status: wire.StatusError, Code: CodeNoID}},
+		{"used id", FrameFacts{Head: hr("1", "fs.read"), Served: true, Seen: true}, Admission{Action: Refuse, Status: wire.StatusDuplicate, Code: CodeDuplicate}},
+		{"used id, oversize", FrameFacts{Head: hr("1", "fs.read"), Seen: true, Oversize: true}, Admission{Action: Refuse, Status: wire.StatusDuplicate, Code: CodeDuplicate}},
+		{"stream", FrameFacts{Head: wire.Head{Event: wire.EventStream, ID: "3"}}, Admission{Action: Route}},
+		{"oversize stream", FrameFacts{Head: wire.Head{Event: wire.EventStream, ID: "3"}, Oversize: true}, Admission{Action: Drop, Code: CodeTooLarge}},
+		{"reply", FrameFacts{Head: wire.Head{Event: wire.EventReply, ID: "3"}}, Admission{Action: Route}},
+		{"oversize reply", FrameFacts{Head: wire.Head{Event: wire.EventReply, ID: "3"}, Oversize: true}, Admission{Action: Route}},
+		{"other event", FrameFacts{Head: wire.Head{Event: "log"}}, Admission{Action: Drop}},
+		{"unreadable head", FrameFacts{HeadErr: &wire.ProtocolFault{Reason: "x"}}, Admission{Action: Fault}},
 	} {
 		if got := Admit(tc.facts); got != tc.want {
 			t.Errorf("%s: Admit = %+v, want %+v", tc.name, got, tc.want)

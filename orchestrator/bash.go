@@ -1,0 +1,538 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/paddockhq/paddock/orchestrator/output"
+	"github.com/paddockhq/paddock/script"
+	"github.com/paddockhq/paddock/transport/wire"
+)
+
+// Step is one step as it will run: expanded on the host, shown exactly as it runs.
+type Step struct {
+	Index     int        // position among the script's steps
+	Argv      []string   // the command and its arguments; a shell step: the script
+	Assigns   []string   // NAME=value before the command
+	Redirects []Redirect // in order
+	Cwd       string     // sandbox path the step starts in
+	Shell     bool       // the whole script, run by bash -c in the sandbox
+	Script    *script.Script
+	Node      *syntax.Stmt // the step's statement (nil for a shell step)
+	Command   string       // the step as shown to a person
+}
+
+// Redirect is one redirection of a step. Op is <, >, >>, >& (Path holds the target
+// descriptor) or &>.
+type Redirect struct {
+	FD   int    `json:"fd"`
+	Op   string `json:"op"`
+	Path string `json:"path"`
+}
+
+// Verdict is a gatekeeper's answer for one step.
+type Verdict struct {
+	Run     bool
+	Code    string   // when refused: denied, unanswered, gateway_refused, …
+	Message string   // when refused: why, for the agent
+	Effects []string // the step's effects, as the policy gave them
+}
+
+// Gatekeeper decides whether a step runs. It may wait for a person's answer.
+type Gatekeeper interface {
+	Decide(ctx context.Context, step Step) Verdict
+}
+
+// Call is one run of the bash tool.
+type Call struct {
+	Script string
+	// Live, when set, gets every output chunk as it is produced (step index, fd 1 or 2).
+	Live func(step, fd int, data []byte)
+}
+
+// RefusedStatus is the exit status of a script refused at a step.
+const RefusedStatus = 126
+
+// Bash runs a script in the session.
+func (s *Session) Bash(ctx context.Context, src string) (*Result, error) {
+	return s.Run(ctx, Call{Script: src})
+}
+
+// Run runs a call of the bash tool: the script is parsed; within the grammar each step is
+// expanded on the host, decided, and run in the sandbox; outside it the whole script is
+// one step run by bash -c. A refused step stops the script there.
+func (s *Session) Run(ctx context.Context, call Call) (*Result, error) {
+	sc, err := script.Parse(call.Script)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{s: s, call: call, sc: sc, cwd: s.cwd, vars: map[string]expand.Variable{},
+		index: make(map[*syntax.Stmt]int, len(sc.Steps)), res: &Result{Grammar: string(sc.Grammar)}}
+	for i, st := range sc.Steps {
+		r.index[st] = i
+	}
+	for _, kv := range s.cfg.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			r.vars[k] = expand.Variable{Set: true, Exported: true, Kind: expand.String, Str: v}
+		}
+	}
+	r.setVar("PWD", r.cwd, true)
+	var stop bool
+	if sc.Grammar == script.Exec {
+		stop, err = r.shell(ctx)
+	} else {
+		for _, st := range sc.File.Stmts {
+			if stop, err = r.stmt(ctx, st); stop || err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return r.res, err
+	}
+	if !stop {
+		r.res.End = End{Kind: Finished, Status: r.status}
+	}
+	return r.res, nil
+}
+
+// runner is the state of one call: working directory, variables, last status. cd and
+// export last for the call.
+type runner struct {
+	s      *Session
+	call   Call
+	sc     *script.Script
+	index  map[*syntax.Stmt]int
+	cwd    string
+	vars   map[string]expand.Variable
+	status int
+	res    *Result
+}
+
+// stmt runs one statement of the grammar: a list, a pipeline or one command. stop reports
+// that the script ended (exit, or a refusal).
+func (r *runner) stmt(ctx context.Context, st *syntax.Stmt) (stop bool, err error) {
+	if b, ok := st.Cmd.(*syntax.BinaryCmd); ok {
+		switch b.Op {
+		case syntax.AndStmt, syntax.OrStmt:
+			if stop, err = r.stmt(ctx, b.X); stop || err != nil {
+				return stop, err
+			}
+			if (r.status == 0) == (b.Op == syntax.AndStmt) {
+				return r.stmt(ctx, b.Y)
+			}
+			return false, nil
+		case syntax.Pipe:
+			return r.pipeline(ctx, pipeParts(st, nil))
+		}
+	}
+	return r.pipeline(ctx, []*syntax.Stmt{st})
+}
+
+// pipeParts lists the commands of a pipeline, left to right.
+func pipeParts(st *syntax.Stmt, out []*syntax.Stmt) []*syntax.Stmt {
+	if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && b.Op == syntax.Pipe {
+		return pipeParts(b.Y, pipeParts(b.X, out))
+	}
+	return append(out, st)
+}
+
+// pipeline expands, decides and runs one pipeline (or one command).
+func (r *runner) pipeline(ctx context.Context, parts []*syntax.Stmt) (stop bool, err error) {
+	steps := make([]Step, len(parts))
+	for i, st := range parts {
+		step, err := r.plan(st)
+		if err != nil {
+			// An expansion error fails the pipeline as a shell fails the command.
+			res := StepResult{Index: r.index[st], Command: r.sc.Source[st.Pos().Offset():st.End().Offset()], Status: 1}
+			res.Stderr = textSnapshot(fmt.Sprintf("bash: line %d: %v\n", st.Pos().Line(), err))
+			r.res.Steps = append(r.res.Steps, res)
+			r.status = 1
+			return false, nil
+		}
+		steps[i] = step
+	}
+	// Every step of the pipeline is decided, in order, before any of them runs.
+	effects := make([][]string, len(steps))
+	for i, step := range steps {
+		v := r.decide(ctx, step)
+		if !v.Run {
+			r.refuse(step, v)
+			return true, nil
+		}
+		effects[i] = v.Effects
+	}
+	if len(steps) == 1 {
+		if done, stop := r.builtin(steps[0], effects[0]); done {
+			return stop, nil
+		}
+	}
+	return false, r.exec(ctx, steps, effects)
+}
+
+func (r *runner) decide(ctx context.Context, step Step) Verdict {
+	if r.s.cfg.Gatekeeper == nil {
+		return Verdict{Run: true}
+	}
+	return r.s.cfg.Gatekeeper.Decide(ctx, step)
+}
+
+func (r *runner) refuse(step Step, v Verdict) {
+	r.res.End = End{Kind: Refused, Status: RefusedStatus, Step: step.Index, Command: step.Command, Code: v.Code, Message: v.Message, Effects: v.Effects}
+}
+
+// shell runs a script outside the grammar as one step.
+func (r *runner) shell(ctx context.Context) (stop bool, err error) {
+	step := Step{Argv: []string{r.sc.Source}, Cwd: r.cwd, Shell: true, Script: r.sc, Command: r.sc.Source}
+	v := r.decide(ctx, step)
+	if !v.Run {
+		r.refuse(step, v)
+		return true, nil
+	}
+	return false, r.exec(ctx, []Step{step}, [][]string{v.Effects})
+}
+
+// plan expands one command of the grammar into the step it will run.
+func (r *runner) plan(st *syntax.Stmt) (Step, error) {
+	step := Step{Index: r.index[st], Cwd: r.cwd, Script: r.sc, Node: st}
+	cfg := r.expandConfig()
+	switch c := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		for _, a := range c.Assigns {
+			v, err := expand.Literal(cfg, a.Value)
+			if err != nil {
+				return step, err
+			}
+			step.Assigns = append(step.Assigns, a.Name.Value+"="+v)
+		}
+		argv, err := expand.Fields(cfg, c.Args...)
+		if err != nil {
+			return step, err
+		}
+		step.Argv = argv
+	case *syntax.DeclClause: // export
+		step.Argv = []string{"export"}
+		for _, a := range c.Args {
+			arg := a.Name.Value
+			if a.Value != nil {
+				v, err := expand.Literal(cfg, a.Value)
+				if err != nil {
+					return step, err
+				}
+				arg += "=" + v
+			}
+			step.Argv = append(step.Argv, arg)
+		}
+	}
+	for _, rd := range st.Redirs {
+		fields, err := expand.Fields(cfg, rd.Word)
+		if err != nil {
+			return step, err
+		}
+		word := r.sc.Source[rd.Word.Pos().Offset():rd.Word.End().Offset()]
+		if len(fields) != 1 {
+			return step, fmt.Errorf("%s: ambiguous redirect", word)
+		}
+		fd := 1
+		if rd.Op == syntax.RdrIn {
+			fd = 0
+		}
+		if rd.N != nil {
+			fd, _ = strconv.Atoi(rd.N.Value)
+		}
+		op := rd.Op.String()
+		p := fields[0]
+		if op != ">&" && p != "" && !path.IsAbs(p) {
+			p = path.Join(r.cwd, p)
+		}
+		step.Redirects = append(step.Redirects, Redirect{FD: fd, Op: op, Path: p})
+	}
+	step.Command = showStep(step)
+	return step, nil
+}
+
+// showStep writes a step exactly as it runs: each word quoted so that bash reads it back
+// unchanged, control characters as $'…'.
+func showStep(step Step) string {
+	var words []string
+	for _, a := range step.Assigns {
+		k, v, _ := strings.Cut(a, "=")
+		words = append(words, k+"="+quote(v))
+	}
+	for _, a := range step.Argv {
+		words = append(words, quote(a))
+	}
+	for _, rd := range step.Redirects {
+		fd := ""
+		if (rd.Op == "<" && rd.FD != 0) || (rd.Op != "<" && rd.Op != "&>" && rd.FD != 1) {
+			fd = strconv.Itoa(rd.FD)
+		}
+		target := rd.Path
+		if rd.Op != ">&" {
+			target = quote(target)
+		}
+		words = append(words, fd+rd.Op+target)
+	}
+	return strings.Join(words, " ")
+}
+
+func quote(s string) string {
+	q, err := syntax.Quote(s, syntax.LangBash)
+	if err != nil { // a NUL byte: no bash word holds one
+		return strconv.Quote(s)
+	}
+	return q
+}
+
+// builtin runs cd, export, unset, exit and bare assignments on the host. done is false for
+// any other command.
+func (r *runner) builtin(step Step, effects []string) (done, stop bool) {
+	res := StepResult{Index: step.Index, Command: step.Command, Effects: effects}
+	errf := func(format string, args ...any) {
+		res.Status = 1
+		res.Stderr = textSnapshot(fmt.Sprintf("bash: line %d: ", step.Node.Pos().Line()) + fmt.Sprintf(format, args...) + "\n")
+	}
+	switch {
+	case len(step.Argv) == 0: // NAME=value …
+		for _, a := range step.Assigns {
+			k, v, _ := strings.Cut(a, "=")
+			r.setVar(k, v, r.vars[k].Exported)
+		}
+	case step.Argv[0] == "cd":
+		dir := r.vars["HOME"].Str
+		if len(step.Argv) > 1 {
+			dir = step.Argv[1]
+		}
+		if dir == "" {
+			errf("cd: HOME not set")
+			break
+		}
+		target := dir
+		if !path.IsAbs(target) {
+			target = path.Join(r.cwd, target)
+		}
+		var e wire.Entry
+		err := r.s.request(context.Background(), wire.TypeStat, wire.Path{Path: target}, &e)
+		switch {
+		case err != nil:
+			errf("cd: %s: No such file or directory", dir)
+		case e.Type != wire.TypeDir:
+			errf("cd: %s: Not a directory", dir)
+		default:
+			r.setVar("OLDPWD", r.cwd, true)
+			r.cwd = path.Clean(target)
+			r.setVar("PWD", r.cwd, true)
+		}
+	case step.Argv[0] == "export":
+		for _, a := range step.Argv[1:] {
+			k, v, ok := strings.Cut(a, "=")
+			if !ok {
+				v = r.vars[k].Str
+			}
+			r.setVar(k, v, true)
+		}
+	case step.Argv[0] == "unset":
+		for _, k := range step.Argv[1:] {
+			delete(r.vars, k)
+		}
+	case step.Argv[0] == "exit":
+		code := r.status
+		if len(step.Argv) > 1 {
+			n, err := strconv.Atoi(step.Argv[1])
+			if err != nil {
+				errf("exit: %s: numeric argument required", step.Argv[1])
+				n = 2
+			}
+			code = n & 0xff
+		}
+		res.Status = code
+		r.res.Steps = append(r.res.Steps, res)
+		r.status = code
+		r.res.End = End{Kind: Exited, Status: code}
+		return true, true
+	default:
+		return false, false
+	}
+	if r.call.Live != nil && res.Stderr.Text != "" {
+		r.call.Live(step.Index, 2, []byte(res.Stderr.Text))
+	}
+	r.status = res.Status
+	r.res.Steps = append(r.res.Steps, res)
+	return true, false
+}
+
+func (r *runner) setVar(k, v string, exported bool) {
+	r.vars[k] = expand.Variable{Set: true, Exported: exported, Kind: expand.String, Str: v}
+}
+
+// exec runs a pipeline in the sandbox and records each step's output and status.
+func (r *runner) exec(ctx context.Context, steps []Step, effects [][]string) error {
+	x := wire.Exec{Cwd: r.cwd, Env: r.environ(), Shell: steps[0].Shell}
+	for _, st := range steps {
+		cmd := wire.Command{Argv: st.Argv, Env: st.Assigns}
+		for _, rd := range st.Redirects {
+			switch rd.Op {
+			case "&>":
+				cmd.Redirects = append(cmd.Redirects, wire.Redirect{FD: 1, Op: wire.RedirOut, Path: rd.Path},
+					wire.Redirect{FD: 2, Op: wire.RedirDup, DupFD: 1})
+			case ">&":
+				n, _ := strconv.Atoi(rd.Path)
+				cmd.Redirects = append(cmd.Redirects, wire.Redirect{FD: rd.FD, Op: wire.RedirDup, DupFD: n})
+			default:
+				cmd.Redirects = append(cmd.Redirects, wire.Redirect{FD: rd.FD, Op: rd.Op, Path: rd.Path})
+			}
+		}
+		x.Commands = append(x.Commands, cmd)
+	}
+	outs := make([][2]*output.Window, len(steps))
+	for i := range outs {
+		outs[i] = [2]*output.Window{output.NewWindow(r.s.cfg.Limit), output.NewWindow(r.s.cfg.Limit)}
+	}
+	stream := func(step, fd int, data []byte) {
+		if step < 0 || step >= len(outs) || (fd != 1 && fd != 2) {
+			return
+		}
+		outs[step][fd-1].Write(data)
+		if r.call.Live != nil {
+			r.call.Live(steps[step].Index, fd, data)
+		}
+	}
+	c, err := r.s.conn(ctx)
+	if err != nil {
+		return err
+	}
+	raw, err := c.exec(ctx, x, stream)
+	if err != nil {
+		if pf := c.fault(); pf != nil {
+			return fmt.Errorf("exec: %w", pf)
+		}
+		return err
+	}
+	var xr wire.ExecResult
+	if err := json.Unmarshal(raw, &xr); err != nil {
+		return fmt.Errorf("exec: bad reply: %w", err)
+	}
+	for i, st := range steps {
+		var es wire.ExitStatus
+		if i < len(xr.Statuses) {
+			es = xr.Statuses[i]
+		}
+		if es.Error != "" {
+			line := 1
+			if st.Node != nil {
+				line = int(st.Node.Pos().Line())
+			}
+			msg := fmt.Sprintf("bash: line %d: %s\n", line, strings.TrimPrefix(es.Error, "paddock-kernel: "))
+			stream(i, 2, []byte(msg))
+		}
+		r.res.Steps = append(r.res.Steps, StepResult{
+			Index: st.Index, Command: st.Command, Effects: effects[i],
+			Status: es.Code, Signal: es.Signal,
+			Stdout: outs[i][0].Snapshot(), Stderr: outs[i][1].Snapshot(),
+		})
+		r.status = es.Code
+	}
+	return nil
+}
+
+// environ is the exported variables, sorted.
+func (r *runner) environ() []string {
+	env := make([]string, 0, len(r.vars))
+	for k, v := range r.vars {
+		if v.Exported {
+			env = append(env, k+"="+v.Str)
+		}
+	}
+	slices.Sort(env)
+	return env
+}
+
+func (r *runner) expandConfig() *expand.Config {
+	return &expand.Config{Env: (*runnerEnv)(r), ReadDir2: r.readDir}
+}
+
+// readDir lists a sandbox directory through the kernel, for globs.
+func (r *runner) readDir(dir string) ([]fs.DirEntry, error) {
+	var d wire.Dir
+	if err := r.s.request(context.Background(), wire.TypeReaddir, wire.Path{Path: dir}, &d); err != nil {
+		return nil, err
+	}
+	out := make([]fs.DirEntry, len(d.Entries))
+	for i, e := range d.Entries {
+		out[i] = dirEntry{e}
+	}
+	return out, nil
+}
+
+// runnerEnv is the call's variables as the expander sees them.
+type runnerEnv runner
+
+func (e *runnerEnv) Get(name string) expand.Variable {
+	if name == "?" {
+		return expand.Variable{Set: true, Kind: expand.String, Str: strconv.Itoa(e.status)}
+	}
+	return e.vars[name]
+}
+
+func (e *runnerEnv) Each(f func(string, expand.Variable) bool) {
+	for k, v := range e.vars {
+		if !f(k, v) {
+			return
+		}
+	}
+}
+
+// dirEntry is a kernel's directory entry as an fs.DirEntry.
+type dirEntry struct{ e wire.Entry }
+
+func (d dirEntry) Name() string               { return d.e.Name }
+func (d dirEntry) IsDir() bool                { return d.e.Type == wire.TypeDir }
+func (d dirEntry) Info() (fs.FileInfo, error) { return nil, errors.ErrUnsupported }
+func (d dirEntry) Type() fs.FileMode {
+	switch d.e.Type {
+	case wire.TypeDir:
+		return fs.ModeDir
+	case wire.TypeSymlink:
+		return fs.ModeSymlink
+	case wire.TypeFile:
+		return 0
+	}
+	return fs.ModeIrregular
+}
+
+// exec sends an exec request and waits for its reply. When ctx ends first, the pipeline's
+// process group is signalled (TERM, then KILL after the kernel's grace) and its reply,
+// which comes once every process ended, is awaited a while longer.
+func (c *conn) exec(ctx context.Context, x wire.Exec, stream func(step, fd int, data []byte)) (json.RawMessage, error) {
+	id, p, err := c.send(wire.TypeExec, x, stream)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case f := <-p.reply:
+		return replyBody(f)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = c.request(sctx, wire.TypeSignal, wire.Signal{Target: id, Signal: "TERM"}, nil)
+	select {
+	case f := <-p.reply:
+		if _, err := replyBody(f); err != nil {
+			return nil, err
+		}
+	case <-sctx.Done():
+	}
+	return nil, ctx.Err()
+}

@@ -1,0 +1,191 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+
+	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/wire"
+)
+
+// ErrKernelGone is the error of a request whose kernel ended before replying.
+var ErrKernelGone = errors.New("the kernel ended")
+
+// conn is one running kernel and the frames to and from it. Requests go out under wmu;
+// the gate reads everything that comes back and routes replies and stream chunks to the
+// pending calls.
+type conn struct {
+	k   transport.Kernel
+	log *slog.Logger
+
+	wmu sync.Mutex
+	w   *wire.Writer // guarded by wmu
+
+	mu      sync.Mutex
+	pending map[string]*call // guarded by mu
+	next    uint64           // guarded by mu
+	err     error            // guarded by mu; set when the gate ended
+
+	done chan struct{} // closed when the gate has ended and every pending call failed
+}
+
+// call is one request waiting for its reply.
+type call struct {
+	reply  chan wire.Frame // gets exactly one frame
+	stream func(step, fd int, data []byte)
+}
+
+// startConn starts reading k's frames through a gate serving handlers.
+func startConn(ctx context.Context, k transport.Kernel, handlers map[string]Handler, log *slog.Logger) *conn {
+	c := &conn{k: k, log: log, w: wire.NewWriter(k.Stdin()), pending: map[string]*call{}, done: make(chan struct{})}
+	g := &Gate{Handlers: handlers, Reply: c.write, Route: c.route, Log: log}
+	go func() {
+		err := g.Run(context.WithoutCancel(ctx), wire.NewReader(k.Stdout()))
+		if err == nil {
+			err = ErrKernelGone
+		}
+		c.mu.Lock()
+		c.err = err
+		pending := c.pending
+		c.pending = nil
+		c.mu.Unlock()
+		for id, p := range pending {
+			p.reply <- *wire.ErrorReply(id, wire.StatusError, "kernel_gone", err.Error())
+		}
+		close(c.done)
+	}()
+	return c
+}
+
+func (c *conn) write(f *wire.Frame) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.w.Write(f)
+}
+
+// route hands a reply or stream chunk to its call.
+func (c *conn) route(h wire.Head, line wire.Line) {
+	c.mu.Lock()
+	p := c.pending[h.ID]
+	if p != nil && h.Event == wire.EventReply {
+		delete(c.pending, h.ID)
+	}
+	c.mu.Unlock()
+	if p == nil {
+		c.log.Warn("frame for no pending request", "event", h.Event, "id", h.ID)
+		return
+	}
+	var f wire.Frame
+	var err error
+	if line.Oversize() {
+		err = fmt.Errorf("%s frame of %d bytes is over the limit", h.Event, line.Size)
+	} else {
+		f, err = wire.Decode(line.Bytes)
+	}
+	switch h.Event {
+	case wire.EventReply:
+		if err != nil {
+			f = *wire.ErrorReply(h.ID, wire.StatusError, "bad_reply", err.Error())
+		}
+		p.reply <- f
+	case wire.EventStream:
+		if err != nil {
+			c.log.Warn("stream frame dropped", "id", h.ID, "err", err)
+			return
+		}
+		if p.stream != nil {
+			p.stream(f.Step, f.FD, f.Data)
+		}
+	}
+}
+
+// request sends one request and waits for its reply; stream gets the request's stream
+// chunks, in order, before the reply returns. A reply with status error is returned as a
+// *wire.Error.
+func (c *conn) request(ctx context.Context, typ string, body any, stream func(step, fd int, data []byte)) (json.RawMessage, error) {
+	_, p, err := c.send(typ, body, stream)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case f := <-p.reply:
+		return replyBody(f)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// send sends one request; its reply comes on the call's channel.
+func (c *conn) send(typ string, body any, stream func(step, fd int, data []byte)) (string, *call, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return "", nil, err
+	}
+	p := &call{reply: make(chan wire.Frame, 1), stream: stream}
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return "", nil, err
+	}
+	c.next++
+	id := strconv.FormatUint(c.next, 10)
+	c.pending[id] = p
+	c.mu.Unlock()
+	if err := c.write(&wire.Frame{Event: wire.EventRequest, ID: id, Type: typ, Body: b}); err != nil {
+		c.mu.Lock()
+		if c.pending != nil {
+			delete(c.pending, id)
+		}
+		c.mu.Unlock()
+		return "", nil, fmt.Errorf("%s: %w (%v)", typ, ErrKernelGone, err)
+	}
+	return id, p, nil
+}
+
+// replyBody returns a reply's body, or its error.
+func replyBody(f wire.Frame) (json.RawMessage, error) {
+	if f.Status == wire.StatusOK {
+		return f.Body, nil
+	}
+	if f.Error == nil {
+		return nil, &wire.Error{Code: f.Status, Message: "request failed"}
+	}
+	if f.Error.Code == "kernel_gone" {
+		return nil, fmt.Errorf("%w: %s", ErrKernelGone, f.Error.Message)
+	}
+	return nil, f.Error
+}
+
+// fault returns the protocol fault that ended the conn, if one did.
+func (c *conn) fault() *wire.ProtocolFault {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var pf *wire.ProtocolFault
+	if errors.As(c.err, &pf) {
+		return pf
+	}
+	return nil
+}
+
+// alive reports whether the kernel is still answering.
+func (c *conn) alive() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// close ends the kernel and waits for the gate.
+func (c *conn) close() error {
+	err := c.k.Kill()
+	<-c.done
+	return err
+}

@@ -1,0 +1,90 @@
+package orchestrator
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/paddockhq/paddock/orchestrator/output"
+)
+
+// How a script ended.
+const (
+	Finished = "finished" // every step it reached ran; the status is the last one's
+	Exited   = "exited"   // exit ended it
+	Refused  = "refused"  // a step was refused; it and the steps after it did not run
+)
+
+// Result is what a call of the bash tool did.
+type Result struct {
+	Grammar string       `json:"grammar"` // steps or exec
+	Steps   []StepResult `json:"steps"`   // every step that ran, in order
+	End     End          `json:"end"`
+}
+
+// StepResult is one step that ran.
+type StepResult struct {
+	Index   int             `json:"index"`
+	Command string          `json:"command"`
+	Effects []string        `json:"effects,omitempty"`
+	Status  int             `json:"status"`
+	Signal  string          `json:"signal,omitempty"`
+	Stdout  output.Snapshot `json:"stdout"`
+	Stderr  output.Snapshot `json:"stderr"`
+}
+
+// End is how a script ended.
+type End struct {
+	Kind    string   `json:"kind"`   // finished, exited, refused
+	Status  int      `json:"status"` // the script's exit status
+	Step    int      `json:"step"`   // refused: the refused step's index
+	Command string   `json:"command,omitempty"`
+	Code    string   `json:"code,omitempty"` // refused: denied, unanswered, gateway_refused, …
+	Message string   `json:"message,omitempty"`
+	Effects []string `json:"effects,omitempty"`
+}
+
+// textSnapshot is the snapshot of a short text the host wrote itself.
+func textSnapshot(s string) output.Snapshot {
+	return output.Snapshot{Text: s, TotalBytes: int64(len(s)), TotalLines: int64(strings.Count(s, "\n"))}
+}
+
+// String renders the result as the agent reads it: each step's command, output and status,
+// then how the script ended. It is the one renderer of a result.
+func (r *Result) String() string {
+	var b strings.Builder
+	for _, s := range r.Steps {
+		fmt.Fprintf(&b, "$ %s\n", s.Command)
+		for _, o := range []output.Snapshot{s.Stdout, s.Stderr} {
+			if o.Notice != "" {
+				fmt.Fprintf(&b, "%s\n", o.Notice)
+			}
+			b.WriteString(o.Text)
+			if o.Text != "" && !strings.HasSuffix(o.Text, "\n") {
+				b.WriteByte('\n')
+			}
+		}
+		if s.Signal != "" {
+			fmt.Fprintf(&b, "[killed by SIG%s]\n", s.Signal)
+		} else if s.Status != 0 {
+			fmt.Fprintf(&b, "[exit status %d]\n", s.Status)
+		}
+	}
+	b.WriteString(r.End.String())
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// String says how the script ended, in one line.
+func (e End) String() string {
+	switch e.Kind {
+	case Exited:
+		return fmt.Sprintf("[exited with status %d]", e.Status)
+	case Refused:
+		s := fmt.Sprintf("[refused at step %d (%s): %s", e.Step+1, e.Command, e.Code)
+		if e.Message != "" {
+			s += ": " + e.Message
+		}
+		return s + "]"
+	}
+	return fmt.Sprintf("[finished with status %d]", e.Status)
+}

@@ -1,0 +1,209 @@
+// Package orchestrator holds sessions: a session starts its kernel through a transport,
+// admits everything the kernel sends through the frame gate, and runs an agent's shell
+// scripts step by step, each step decided on the host before it runs.
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/paddockhq/paddock/orchestrator/output"
+	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/pathmap"
+	"github.com/paddockhq/paddock/transport/wire"
+)
+
+// Config says how to open a session.
+type Config struct {
+	// ID names the session; "" makes a fresh one.
+	ID string
+	// Workspace is the host directory the session works in: its workspace root and the
+	// working directory of its scripts. It must exist.
+	Workspace string
+	// Transport starts the kernel; Kernel is the host path of the kernel binary.
+	Transport transport.Transport
+	Kernel    string
+	// Env is the sandbox's environment, NAME=value.
+	Env []string
+	// PathMap maps sandbox and host paths; nil is the identity (a local kernel).
+	PathMap *pathmap.Map
+	// Limit bounds each step's output; the zero Limit keeps everything.
+	Limit output.Limit
+	// Handlers serve host requests from programs in the sandbox, by type.
+	Handlers map[string]Handler
+	// Gatekeeper decides each step before it runs; nil runs every step.
+	Gatekeeper Gatekeeper
+	// Log receives diagnostics; nil discards them.
+	Log *slog.Logger
+}
+
+// Session is one open session and its kernel.
+type Session struct {
+	cfg Config
+	id  string
+	log *slog.Logger
+	cwd string // the sandbox path of the workspace
+
+	mu     sync.Mutex
+	c      *conn // guarded by mu; replaced after a protocol fault
+	closed bool  // guarded by mu
+}
+
+// ErrClosed is the error of a request to a closed session.
+var ErrClosed = errors.New("session closed")
+
+// WorkdirError is a session's working directory that cannot be used.
+type WorkdirError struct {
+	Reason string // none, gone, not_dir
+	Path   string
+}
+
+func (e *WorkdirError) Error() string {
+	switch e.Reason {
+	case "none":
+		return "session: no working directory named"
+	case "gone":
+		return fmt.Sprintf("session: working directory %s does not exist", e.Path)
+	default:
+		return fmt.Sprintf("session: working directory %s is not a directory", e.Path)
+	}
+}
+
+// Code is the stable code of the error.
+func (e *WorkdirError) Code() string { return "cwd_" + e.Reason }
+
+// Open starts a session's kernel and waits until it answers.
+func Open(ctx context.Context, cfg Config) (*Session, error) {
+	if cfg.Workspace == "" {
+		return nil, &WorkdirError{Reason: "none"}
+	}
+	ws, err := filepath.Abs(cfg.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	switch fi, err := os.Stat(ws); {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, &WorkdirError{Reason: "gone", Path: ws}
+	case err != nil:
+		return nil, err
+	case !fi.IsDir():
+		return nil, &WorkdirError{Reason: "not_dir", Path: ws}
+	}
+	cfg.Workspace = ws
+	if cfg.ID == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		cfg.ID = hex.EncodeToString(b[:])
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	cwd := ws // a local kernel sees host paths
+	s := &Session{cfg: cfg, id: cfg.ID, log: cfg.Log.With("session", cfg.ID), cwd: cwd}
+	c, err := s.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.c = c
+	return s, nil
+}
+
+// ID returns the session's id.
+func (s *Session) ID() string { return s.id }
+
+// Workspace returns the host path of the session's workspace.
+func (s *Session) Workspace() string { return s.cfg.Workspace }
+
+// start starts a kernel and waits for its answer to ping.
+func (s *Session) start(ctx context.Context) (*conn, error) {
+	k, err := s.cfg.Transport.Start(ctx, transport.Spec{
+		Session: s.id,
+		Kernel:  s.cfg.Kernel,
+		Env:     s.cfg.Env,
+		Cwd:     s.cwd,
+		PathMap: s.cfg.PathMap,
+		Labels:  map[string]string{"paddock.session": s.id},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session %s: start kernel: %w", s.id, err)
+	}
+	c := startConn(ctx, k, maps.Clone(s.cfg.Handlers), s.log)
+	if _, err := c.request(ctx, wire.TypePing, struct{}{}, nil); err != nil {
+		c.close()
+		return nil, fmt.Errorf("session %s: kernel did not answer: %w", s.id, err)
+	}
+	return c, nil
+}
+
+// conn returns the live kernel, replacing one that ended in a protocol fault.
+func (s *Session) conn(ctx context.Context) (*conn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if s.c.alive() {
+		return s.c, nil
+	}
+	if pf := s.c.fault(); pf != nil {
+		s.log.Error("kernel replaced after a protocol fault", "fault", pf.Reason)
+	} else {
+		s.log.Error("kernel replaced after it ended")
+	}
+	s.c.close()
+	c, err := s.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.c = c
+	return c, nil
+}
+
+// request sends one request to the kernel and decodes its reply into out.
+func (s *Session) request(ctx context.Context, typ string, body, out any) error {
+	c, err := s.conn(ctx)
+	if err != nil {
+		return err
+	}
+	raw, err := c.request(ctx, typ, body, nil)
+	if err != nil {
+		if pf := c.fault(); pf != nil {
+			return fmt.Errorf("%s: %w", typ, pf)
+		}
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(raw, out)
+}
+
+// Ping asks the kernel who it is.
+func (s *Session) Ping(ctx context.Context) (wire.Hello, error) {
+	var h wire.Hello
+	err := s.request(ctx, wire.TypePing, struct{}{}, &h)
+	return h, err
+}
+
+// Close ends the session's kernel and everything it started.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	c := s.c
+	s.mu.Unlock()
+	return c.close()
+}

@@ -1,0 +1,153 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/orchestrator/output"
+	"github.com/paddockhq/paddock/transport/local"
+)
+
+// openLocal opens a session on a local kernel in dir.
+func openLocal(t testing.TB, dir string, cfg Config) *Session {
+	t.Helper()
+	ctx := context.Background()
+	k, err := images.Default.Find(ctx, runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Workspace = dir
+	cfg.Transport = &local.Transport{Stderr: os.Stderr}
+	cfg.Kernel = k
+	if cfg.Env == nil {
+		cfg.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "LC_ALL=C"}
+	}
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestBashSteps(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\n"), 0o644)
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	s := openLocal(t, dir, Config{})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		script string
+		stdout string
+		status int
+		end    string
+		steps  int
+	}{
+		{"echo hello", "hello\n", 0, Finished, 1},
+		{"cat a.txt | wc -l", "2\n", 0, Finished, 2},
+		{"false && echo no || echo yes", "yes\n", 0, Finished, 2},
+		{"echo *.txt", "a.txt\n", 0, Finished, 1},
+		{"cd sub && pwd", filepath.Join(dir, "sub") + "\n", 0, Finished, 2},
+		{"pwd", dir + "\n", 0, Finished, 1}, // cd lasted one call
+		{"export X=1; sh -c 'echo $X'", "1\n", 0, Finished, 2},
+		{"sh -c 'echo ${X:-unset}'", "unset\n", 0, Finished, 1},
+		{"Y=2; echo $Y; sh -c 'echo ${Y:-unset}'", "2\nunset\n", 0, Finished, 3},
+		{"echo a; exit 3; echo b", "a\n", 3, Exited, 2},
+		{"false; echo $?", "1\n", 0, Finished, 2},
+		{"for i in 1 2; do echo $i; done", "1\n2\n", 0, Finished, 1},
+		{"echo x > out.txt; cat out.txt", "x\n", 0, Finished, 2},
+		{"nosuchcommand", "", 127, Finished, 1},
+	} {
+		res, err := s.Bash(ctx, tc.script)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.script, err)
+		}
+		var stdout strings.Builder
+		for _, st := range res.Steps {
+			stdout.WriteString(st.Stdout.Text)
+		}
+		if stdout.String() != tc.stdout || res.End.Status != tc.status || res.End.Kind != tc.end || len(res.Steps) != tc.steps {
+			t.Errorf("%q: stdout %q, end %+v, %d steps; want %q, %d %s, %d steps\n%s", tc.script, stdout.String(), res.End, len(res.Steps), tc.stdout, tc.status, tc.end, tc.steps, res)
+		}
+	}
+}
+
+// refuseAt refuses every step whose command starts with prefix.
+type refuseAt struct {
+	prefix string
+	asked  []int
+}
+
+func (g *refuseAt) Decide(_ context.Context, st Step) Verdict {
+	g.asked = append(g.asked, st.Index)
+	if strings.HasPrefix(st.Command, g.prefix) {
+		return Verdict{Code: "denied", Message: "no"}
+	}
+	return Verdict{Run: true}
+}
+
+// law: gate_deny_stops, gate_prefix
+func TestBashRefusalStops(t *testing.T) {
+	dir := t.TempDir()
+	g := &refuseAt{prefix: "touch"}
+	s := openLocal(t, dir, Config{Gatekeeper: g})
+	res, err := s.Bash(context.Background(), "echo a > first; echo b | touch second | cat; echo c > third")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.End.Kind != Refused || res.End.Step != 2 || res.End.Code != "denied" || len(res.Steps) != 1 {
+		t.Fatalf("end %+v, %d steps", res.End, len(res.Steps))
+	}
+	// The pipeline's steps were asked in order, none ran: not even echo b.
+	if fmt.Sprint(g.asked) != "[0 1 2]" {
+		t.Fatalf("asked %v, want steps 0 1 2", g.asked)
+	}
+	for name, want := range map[string]bool{"first": true, "second": false, "third": false} {
+		if _, err := os.Stat(filepath.Join(dir, name)); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", name, err == nil, want)
+		}
+	}
+}
+
+// A 100 MB output is counted exactly: kept + dropped = every byte.
+func TestBashBigOutputCounted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100 MB through the kernel")
+	}
+	s := openLocal(t, t.TempDir(), Config{Limit: output.Default()})
+	res, err := s.Bash(context.Background(), "head -c 100000000 /dev/zero")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := res.Steps[0].Stdout
+	if o.TotalBytes != 100_000_000 || int64(len(o.Text))+o.DroppedBytes != o.TotalBytes || o.Notice == "" {
+		t.Fatalf("total %d, kept %d, dropped %d, notice %q", o.TotalBytes, len(o.Text), o.DroppedBytes, o.Notice)
+	}
+}
+
+// law: cwd_none_refused, cwd_gone_refused, cwd_file_refused
+func TestOpenWorkdir(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	os.WriteFile(file, nil, 0o600)
+	for _, tc := range []struct {
+		ws, code string
+	}{
+		{"", "cwd_none"},
+		{filepath.Join(dir, "gone"), "cwd_gone"},
+		{file, "cwd_not_dir"},
+	} {
+		_, err := Open(context.Background(), Config{Workspace: tc.ws, Transport: &local.Transport{}})
+		var we *WorkdirError
+		if !errors.As(err, &we) || we.Code() != tc.code {
+			t.Errorf("Open(%q) = %v, want %s", tc.ws, err, tc.code)
+		}
+	}
+}
