@@ -137,6 +137,26 @@ type handback struct {
 	m                       *manifest
 	index                   map[string]int // path -> record
 	ignored                 int
+	dirs                    map[string]bool // parent paths known to be directories
+}
+
+// lstatParent gives the facts of the parent's entry at p, which is Absent when a path
+// above it is not a directory: a symlink above p is never looked through.
+func (h *handback) lstatParent(p string) (facts, Kind, error) {
+	if h.dirs == nil {
+		h.dirs = map[string]bool{}
+	}
+	if d := path.Dir(p); d != "." && !h.dirs[d] {
+		_, k, err := h.lstatParent(d)
+		if err != nil || k != Dir {
+			return facts{}, Absent, err
+		}
+	}
+	f, k, err := lstatFacts(join(h.parent, p))
+	if k == Dir {
+		h.dirs[p] = true
+	}
+	return f, k, err
 }
 
 func join(root, rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }
@@ -182,7 +202,7 @@ func (h *handback) gather(ctx context.Context) ([]PathFacts, error) {
 			rec = &h.m.records[i]
 			f.Base = rec.Kind
 		}
-		pf, pk, err := lstatFacts(join(h.parent, p))
+		pf, pk, err := h.lstatParent(p)
 		if err != nil {
 			return nil, err
 		}

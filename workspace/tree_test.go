@@ -182,3 +182,39 @@ func show(n node, ok bool) string {
 	}
 	return n.String()
 }
+
+// syncTree changes the tree at root, which holds from, to hold to, touching only the
+// paths that differ.
+func syncTree(t testing.TB, root string, from, to tree) {
+	t.Helper()
+	var gone []string
+	for p, n := range from {
+		if m, ok := to[p]; !ok || m != n {
+			gone = append(gone, p)
+		}
+	}
+	sort.Slice(gone, func(i, j int) bool { return comparePaths(gone[i], gone[j]) > 0 })
+	for _, p := range gone {
+		name := filepath.Join(root, filepath.FromSlash(p))
+		if from[p].Kind == Dir && to[p].Kind == Dir {
+			continue
+		}
+		if err := os.RemoveAll(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var add []string
+	for p, n := range to {
+		if m, ok := from[p]; !ok || m != n {
+			add = append(add, p)
+		}
+	}
+	sort.Slice(add, func(i, j int) bool { return comparePaths(add[i], add[j]) < 0 })
+	for _, p := range add {
+		name := filepath.Join(root, filepath.FromSlash(p))
+		if _, err := os.Lstat(name); err == nil && to[p].Kind == Dir {
+			continue // already made for a path below it
+		}
+		writeNode(t, name, to[p])
+	}
+}
