@@ -348,12 +348,13 @@ func TestLargeOutput(t *testing.T) {
 	t.Logf("%d bytes in %d frames", total, frames)
 }
 
-// yes | head -n 3 ends: the writer dies of SIGPIPE, even when the kernel was started with
-// SIGPIPE ignored.
-func TestSigpipeDefault(t *testing.T) {
+// yes | head -n 3 ends: the writer dies of SIGPIPE; and INT ends a sleep. Both hold when the
+// kernel itself was started with SIGPIPE, SIGINT and SIGQUIT ignored (as a shell starts a
+// background job): children get the default dispositions.
+func TestChildrenGetDefaultSignals(t *testing.T) {
 	for name, prefix := range map[string][]string{
-		"plain":             nil,
-		"kernel ignores it": {"sh", "-c", `trap "" PIPE INT QUIT; exec "$0" "$@"`},
+		"plain":               nil,
+		"kernel ignores them": {"sh", "-c", `trap "" PIPE INT QUIT; exec "$0" "$@"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			k := startKernel(t, "", prefix...)
@@ -363,6 +364,13 @@ func TestSigpipeDefault(t *testing.T) {
 			}
 			if r.statuses[0].Signal != "PIPE" || r.statuses[0].Code != 141 || r.statuses[1].Code != 0 {
 				t.Errorf("statuses %+v", r.statuses)
+			}
+			for _, sig := range []string{"INT", "QUIT"} {
+				id := k.startExec(pipeline(argv("sleep", "300")))
+				k.call(wire.TypeSignal, wire.Signal{Target: id, Signal: sig}, nil)
+				if r := k.wait(id); r.statuses[0].Signal != sig {
+					t.Errorf("%s: status %+v", sig, r.statuses)
+				}
 			}
 		})
 	}
