@@ -80,26 +80,28 @@ func (c *conn) route(h wire.Head, line wire.Line) {
 		c.log.Warn("frame for no pending request", "event", h.Event, "id", h.ID)
 		return
 	}
-	var f wire.Frame
-	var err error
 	if line.Oversize() {
-		err = fmt.Errorf("%s frame of %d bytes is over the limit", h.Event, line.Size)
-	} else {
-		f, err = wire.Decode(line.Bytes)
+		err := fmt.Errorf("%s frame of %d bytes is over the limit", h.Event, line.Size)
+		if h.Event == wire.EventReply {
+			p.reply <- *wire.ErrorReply(h.ID, wire.StatusError, "bad_reply", err.Error())
+		}
+		return
 	}
 	switch h.Event {
 	case wire.EventReply:
+		f, err := wire.Decode(line.Bytes)
 		if err != nil {
 			f = *wire.ErrorReply(h.ID, wire.StatusError, "bad_reply", err.Error())
 		}
 		p.reply <- f
 	case wire.EventStream:
+		data, err := wire.StreamData(line.Bytes, h)
 		if err != nil {
 			c.log.Warn("stream frame dropped", "id", h.ID, "err", err)
 			return
 		}
 		if p.stream != nil {
-			p.stream(f.Step, f.FD, f.Data)
+			p.stream(h.Step, h.FD, data)
 		}
 	}
 }

@@ -19,6 +19,20 @@ type HostRequest struct {
 	Body json.RawMessage
 }
 
+// Decode decodes the request's body into v; a body that does not decode is the
+// agent's error, with code bad_request.
+func (r HostRequest) Decode(v any) error {
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		return &requestError{code: "bad_request", msg: fmt.Sprintf("%s: the body does not decode: %v", r.Type, err)}
+	}
+	return nil
+}
+
+type requestError struct{ code, msg string }
+
+func (e *requestError) Error() string { return e.msg }
+func (e *requestError) Code() string  { return e.code }
+
 // Handler serves one type of host request. Its result is the reply's body; an error is the
 // reply's error, with the code of a Coded error (else "failed").
 type Handler func(ctx context.Context, req HostRequest) (any, error)
@@ -149,9 +163,14 @@ func refusalText(it item) string {
 
 func (g *Gate) serve(ctx context.Context, it item) (reply *wire.Frame) {
 	id := it.head.ID
-	f, err := wire.Decode(it.line.Bytes)
-	if err != nil {
-		return wire.ErrorReply(id, wire.StatusError, "bad_request", err.Error())
+	// The body is handed on undecoded: decoding it is the handler's part.
+	body, ok := wire.Member(it.line.Bytes, it.head, "body")
+	if !ok {
+		f, err := wire.Decode(it.line.Bytes)
+		if err != nil {
+			return wire.ErrorReply(id, wire.StatusError, "bad_request", err.Error())
+		}
+		body = f.Body
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -161,7 +180,7 @@ func (g *Gate) serve(ctx context.Context, it item) (reply *wire.Frame) {
 			reply = wire.ErrorReply(id, wire.StatusError, "failed", "the host failed to serve this request")
 		}
 	}()
-	res, err := g.Handlers[it.head.Type](ctx, HostRequest{ID: id, Type: it.head.Type, Body: f.Body})
+	res, err := g.Handlers[it.head.Type](ctx, HostRequest{ID: id, Type: it.head.Type, Body: body})
 	if err != nil {
 		code := "failed"
 		var c Coded

@@ -3,11 +3,8 @@ package wire
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
-	"strconv"
-	"unicode/utf8"
 )
 
 // ProtocolFault is a line that cannot be answered: not UTF-8, not a frame, or over the limit
@@ -103,93 +100,6 @@ func (r *Reader) Next() (Line, error) {
 		line = []byte{}
 	}
 	return Line{Bytes: line, Head: line[:min(len(line), MaxHead)], Size: size}, nil
-}
-
-// Head is what the gate reads of a frame: its leading small fields.
-type Head struct {
-	Event  string
-	ID     string
-	Type   string
-	Status string
-	Step   int
-	FD     int
-}
-
-// ReadHead reads the head of a line: the leading `event`, `id`, `type`, `status`, `step` and
-// `fd` members of its object, stopping at the first other member or where the head ends. A
-// head that is not UTF-8, does not open an object, or has no `event` is a ProtocolFault.
-// complete says whether head is the whole line; a cut head may end mid-value.
-func ReadHead(head []byte, complete bool) (Head, error) {
-	if !complete {
-		// A head cut inside a multi-byte character is still a head.
-		for i := 0; i < utf8.UTFMax && len(head) > 0; i++ {
-			if r, _ := utf8.DecodeLastRune(head); r != utf8.RuneError {
-				break
-			}
-			head = head[:len(head)-1]
-		}
-	}
-	if !utf8.Valid(head) {
-		return Head{}, &ProtocolFault{Reason: "not UTF-8"}
-	}
-	var h Head
-	d := json.NewDecoder(bytes.NewReader(head))
-	d.UseNumber()
-	if t, err := d.Token(); err != nil || t != json.Delim('{') {
-		return Head{}, &ProtocolFault{Reason: "not a frame"}
-	}
-	for {
-		k, err := d.Token()
-		if err != nil {
-			break
-		}
-		key, ok := k.(string)
-		if !ok {
-			break
-		}
-		v, err := d.Token()
-		if err != nil {
-			break
-		}
-		switch key {
-		case "event", "id", "type", "status":
-			s, ok := v.(string)
-			if !ok {
-				return Head{}, &ProtocolFault{Reason: "not a frame: " + key + " is not a string"}
-			}
-			switch key {
-			case "event":
-				h.Event = s
-			case "id":
-				h.ID = s
-			case "type":
-				h.Type = s
-			case "status":
-				h.Status = s
-			}
-			continue
-		case "step", "fd":
-			n, ok := v.(json.Number)
-			if !ok {
-				return Head{}, &ProtocolFault{Reason: "not a frame: " + key + " is not a number"}
-			}
-			i, err := strconv.Atoi(n.String())
-			if err != nil {
-				return Head{}, &ProtocolFault{Reason: "not a frame: " + key + " is not an integer"}
-			}
-			if key == "step" {
-				h.Step = i
-			} else {
-				h.FD = i
-			}
-			continue
-		}
-		break
-	}
-	if h.Event == "" {
-		return Head{}, &ProtocolFault{Reason: "not a frame: no event in its head"}
-	}
-	return h, nil
 }
 
 // Writer writes frames, one line each. It is not safe for concurrent use; the owner of a

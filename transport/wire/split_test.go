@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -93,6 +94,7 @@ func TestReadHead(t *testing.T) {
 		{``, true, Head{}, true},
 	} {
 		h, err := ReadHead([]byte(tc.in), tc.complete)
+		h.Rest = 0
 		var pf *ProtocolFault
 		if tc.fault != errors.As(err, &pf) || (!tc.fault && h != tc.want) {
 			t.Errorf("ReadHead(%.40q) = %+v, %v; want %+v, fault %v", tc.in, h, err, tc.want, tc.fault)
@@ -171,4 +173,53 @@ func FuzzReader(f *testing.F) {
 		}
 		_, _ = ReadHead(in[:min(len(in), MaxHead)], false)
 	})
+}
+
+func TestStreamDataFastAndSlow(t *testing.T) {
+	data := []byte("hello\x00\xff world")
+	canonical, _ := Append(nil, &Frame{Event: EventStream, ID: "4", Step: 1, FD: 2, Data: data})
+	canonical = bytes.TrimSuffix(canonical, []byte("\n"))
+	for _, line := range [][]byte{
+		canonical,
+		[]byte(`{"event":"stream","id":"4","data":"aGVsbG8AwP8gd29ybGQ=","fd":2}`), // another order
+		[]byte(`{"event":"stream","id":"4","fd":2,"data":"aGVsbG8A\u0077P8gd29ybGQ="}`), // an escape
+		[]byte(`{"event":"stream","id":"4", "data" : "aGVsbG8AwP8gd29ybGQ=" }`),
+	} {
+		h, err := ReadHead(line, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := StreamData(line, h)
+		want := data
+		if !bytes.Equal(line, canonical) {
+			var f Frame
+			if err := json.Unmarshal(line, &f); err != nil {
+				t.Fatal(err)
+			}
+			want = f.Data
+		}
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: StreamData = %q, %v; want %q", line, got, err, want)
+		}
+	}
+	// A frame that is not JSON after its head is an error, not data.
+	bad := []byte(`{"event":"stream","id":"4","data":"aGk=",}`)
+	h, _ := ReadHead(bad, true)
+	if _, err := StreamData(bad, h); err == nil {
+		t.Error("a broken frame gave data")
+	}
+}
+
+func TestMember(t *testing.T) {
+	line := []byte(`{"event":"host_request","id":"1","type":"fs.read","body":{"path":"/a"}}`)
+	h, _ := ReadHead(line, true)
+	raw, ok := Member(line, h, "body")
+	if !ok || string(raw) != `{"path":"/a"}` {
+		t.Fatalf("Member = %s, %v", raw, ok)
+	}
+	other := []byte(`{"event":"host_request","id":"1","type":"fs.read","x":1,"body":{}}`)
+	h, _ = ReadHead(other, true)
+	if _, ok := Member(other, h, "body"); ok {
+		t.Fatal("Member read past another member")
+	}
 }

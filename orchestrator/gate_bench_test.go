@@ -1,0 +1,133 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/paddockhq/paddock/transport/wire"
+)
+
+var frameSizes = []int{1 << 10, 64 << 10, 4 << 20}
+
+func sizeName(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprintf("%dKiB", n>>10)
+}
+
+// benchFrames writes b.N copies of line into a pipe from another goroutine and runs read on
+// the pipe's other end.
+func benchFrames(b *testing.B, line []byte, read func(r io.Reader) error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pr.Close()
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	go func() {
+		defer pw.Close()
+		for i := 0; i < b.N; i++ {
+			if _, err := pw.Write(line); err != nil {
+				return
+			}
+		}
+	}()
+	if err := read(pr); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkPipe is the peer: the same bytes through the same pipe, read and dropped.
+func BenchmarkPipe(b *testing.B) {
+	for _, n := range frameSizes {
+		line := streamLine(n)
+		b.Run(sizeName(n), func(b *testing.B) {
+			benchFrames(b, line, func(r io.Reader) error {
+				buf := make([]byte, 256<<10)
+				for {
+					if _, err := r.Read(buf); err == io.EOF {
+						return nil
+					} else if err != nil {
+						return err
+					}
+				}
+			})
+		})
+	}
+}
+
+// streamLine is a stream frame whose line is n bytes long.
+func streamLine(n int) []byte {
+	head := `{"event":"stream","id":"1","fd":1,"data":"`
+	raw := (n - len(head) - 3) / 4 * 3
+	data := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("x", raw)))
+	line := head + data + `"}`
+	line += strings.Repeat(" ", n-1-len(line)) + "\n"
+	return []byte(line)
+}
+
+// hostRequestLine is a host request whose line is n bytes long.
+func hostRequestLine(n int) []byte {
+	head := `{"event":"host_request","id":"%d","type":"fs.write","body":{"data":"`
+	line := head + strings.Repeat("x", n-len(head)-4) + `"}}`
+	return []byte(line + "\n")
+}
+
+// BenchmarkGateStream: stream frames through the gate to their exec's output, decoded.
+func BenchmarkGateStream(b *testing.B) {
+	for _, n := range frameSizes {
+		line := streamLine(n)
+		b.Run(sizeName(n), func(b *testing.B) {
+			benchFrames(b, line, func(r io.Reader) error {
+				c := &conn{pending: map[string]*call{"1": {stream: func(int, int, []byte) {}}}}
+				g := &Gate{Route: c.route, Reply: func(*wire.Frame) error { return nil }}
+				return g.Run(context.Background(), wire.NewReader(r))
+			})
+		})
+	}
+}
+
+// BenchmarkGateHostRequest: host requests admitted, each handled and answered. Every frame
+// has a fresh id.
+func BenchmarkGateHostRequest(b *testing.B) {
+	for _, n := range frameSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pr.Close()
+			tmpl := string(hostRequestLine(n))
+			lines := make([][]byte, 64)
+			b.SetBytes(int64(len(tmpl)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			go func() {
+				defer pw.Close()
+				for i := 0; i < b.N; i++ {
+					l := lines[i%len(lines)]
+					l = fmt.Appendf(l[:0], tmpl, i)
+					lines[i%len(lines)] = l
+					if _, err := pw.Write(l); err != nil {
+						return
+					}
+				}
+			}()
+			g := &Gate{
+				Handlers: map[string]Handler{"fs.write": func(context.Context, HostRequest) (any, error) { return nil, nil }},
+				Reply:    func(*wire.Frame) error { return nil },
+			}
+			if err := g.Run(context.Background(), wire.NewReader(pr)); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
