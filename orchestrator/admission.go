@@ -48,8 +48,8 @@ type FrameFacts struct {
 // Admission is the gate's decision for one frame.
 type Admission struct {
 	Action Action
-	Status  string // Refuse: wire.StatusError or wire.StatusDuplicate
-	Code    string // Refuse: why; Drop: a diagnostic code when there is one
+	Status string // Refuse: wire.StatusError or wire.StatusDuplicate
+	Code   string // Refuse: why; Drop: a diagnostic code when there is one
 	// Remember: the frame's id joins the ids remembered.
 	Remember bool
 }

@@ -181,7 +181,7 @@ func TestStreamDataFastAndSlow(t *testing.T) {
 	canonical = bytes.TrimSuffix(canonical, []byte("\n"))
 	for _, line := range [][]byte{
 		canonical,
-		[]byte(`{"event":"stream","id":"4","data":"aGVsbG8AwP8gd29ybGQ=","fd":2}`), // another order
+		[]byte(`{"event":"stream","id":"4","data":"aGVsbG8AwP8gd29ybGQ=","fd":2}`),      // another order
 		[]byte(`{"event":"stream","id":"4","fd":2,"data":"aGVsbG8A\u0077P8gd29ybGQ="}`), // an escape
 		[]byte(`{"event":"stream","id":"4", "data" : "aGVsbG8AwP8gd29ybGQ=" }`),
 	} {
