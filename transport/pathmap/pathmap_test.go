@@ -2,6 +2,7 @@ package pathmap
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -156,6 +157,8 @@ func TestSymlinks(t *testing.T) {
 	symlink(t, "loop1", w+"/loop2")
 	symlink(t, w, w+"/self") // a link to the mount itself
 	symlink(t, o+"/inner", w+"/a/b/out2")
+	mkdirs(t, root, "wx")
+	symlink(t, root+"/wx", w+"/towx") // wx shares w's name as a prefix, not as a directory
 	m := mustNew(t, Mount{Sandbox: "/work", Host: w}, Mount{Sandbox: "/data", Host: d})
 
 	ok := []struct{ sandbox, host string }{
@@ -184,6 +187,8 @@ func TestSymlinks(t *testing.T) {
 		"/work/..":              Outside,
 		"/work/dangle-out":      Escapes,
 		"/work/missing/../out":  Escapes,
+		"/work/towx":            Escapes,
+		"/work/towx/f":          Escapes,
 		"/work/loop1":           Loop,
 		"/work/loop1/x":         Loop,
 	}
@@ -235,5 +240,28 @@ func TestResolveErrorHidesHostPath(t *testing.T) {
 	_, err := m.ToHost("/work/locked/in/x")
 	if !errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), root) {
 		t.Errorf("ToHost under an unreadable directory = %v", err)
+	}
+}
+
+// At most MaxLinks links are followed, as Linux does: a chain of 40 resolves, of 41 is a loop.
+func TestMaxLinks(t *testing.T) {
+	root := tempDir(t)
+	mkdirs(t, root, "w/end")
+	w := root + "/w"
+	for i := range MaxLinks + 1 {
+		target := fmt.Sprintf("c%d", i+1)
+		if i == MaxLinks {
+			target = "end"
+		}
+		symlink(t, target, fmt.Sprintf("%s/c%d", w, i))
+	}
+	m := mustNew(t, Mount{Sandbox: "/work", Host: w})
+	// c1 .. c40 then end: 40 links.
+	if got, err := m.ToHost("/work/c1"); err != nil || got != w+"/end" {
+		t.Errorf("40 links: %q, %v", got, err)
+	}
+	// c0 .. c40: 41 links.
+	if _, err := m.ToHost("/work/c0"); code(err) != Loop {
+		t.Errorf("41 links: %v, want loop", err)
 	}
 }
