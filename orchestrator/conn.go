@@ -49,6 +49,10 @@ func startConn(ctx context.Context, k transport.Kernel, handlers map[string]Hand
 		if err == nil {
 			err = ErrKernelGone
 		}
+		var pf *wire.ProtocolFault
+		if errors.As(err, &pf) {
+			log.Error("protocol fault: the kernel sent a frame the host cannot answer; it will be replaced", "fault", pf.Reason)
+		}
 		c.mu.Lock()
 		c.err = err
 		pending := c.pending
