@@ -108,7 +108,12 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	cwd := ws // a local kernel sees host paths
+	cwd := ws
+	if cfg.PathMap != nil {
+		if cwd, err = cfg.PathMap.ToSandbox(ws); err != nil {
+			return nil, fmt.Errorf("session: the workspace %s is under no mount of the sandbox: %w", ws, err)
+		}
+	}
 	s := &Session{cfg: cfg, id: cfg.ID, log: cfg.Log.With("session", cfg.ID), cwd: cwd}
 	c, err := s.start(ctx)
 	if err != nil {

@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -65,7 +66,7 @@ func main() {
 }
 
 // exitCode maps an error to the process's exit status, printing what the user must see.
-func exitCode(err error, stderr *os.File) int {
+func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
