@@ -182,10 +182,17 @@ func (w *Window) totalLines() int64 {
 
 // Snapshot is a window's state read at one moment.
 type Snapshot struct {
-	Text                       string // the window
-	TotalBytes, TotalLines     int64  // written
-	DroppedBytes, DroppedLines int64  // outside the window
-	Notice                     string // the truncation notice, "" when nothing was dropped
+	Text         string `json:"text"`             // the window
+	TotalBytes   int64  `json:"total_bytes"`      // written
+	TotalLines   int64  `json:"total_lines"`      // written
+	DroppedBytes int64  `json:"dropped_bytes"`    // outside the window
+	DroppedLines int64  `json:"dropped_lines"`    // of which the window keeps no byte
+	Notice       string `json:"notice,omitempty"` // the truncation notice, "" when nothing was dropped
+}
+
+// Whole is the snapshot of a text kept whole (one the host wrote itself, say).
+func Whole(text string) Snapshot {
+	return Snapshot{Text: text, TotalBytes: int64(len(text)), TotalLines: countLines([]byte(text))}
 }
 
 // Snapshot returns the window's text, counts and notice, all read at one moment.

@@ -244,3 +244,14 @@ func BenchmarkTail100MB(b *testing.B) {
 		})
 	}
 }
+
+func TestWhole(t *testing.T) {
+	for text, lines := range map[string]int64{"": 0, "a": 1, "a\n": 1, "a\nb": 2, "\n\n": 2} {
+		s := Whole(text)
+		w := NewWindow(Limit{})
+		w.Write([]byte(text))
+		if s != w.Snapshot() || s.TotalLines != lines {
+			t.Errorf("Whole(%q) = %+v; window %+v", text, s, w.Snapshot())
+		}
+	}
+}
