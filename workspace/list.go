@@ -239,34 +239,55 @@ func hasGitElem(rel string) bool {
 }
 
 // walk lists root without git: every .gitignore file applies to its directory and below.
+// A directory whose entries are all ignored is itself ignored, as git has it; an empty one
+// is kept.
 func (l *lister) walk(ctx context.Context) error {
-	return walkTree(ctx, l.root, nil, func(rel string, k Kind) error {
+	dropped := map[string]bool{}
+	err := walkTree(ctx, l.root, nil, func(rel string, k Kind) error {
 		if l.excluded(rel) {
 			return fs.SkipDir
 		}
 		return l.add(rel, k)
+	}, func(rel string, entries, kept int) {
+		if entries > 0 && kept == 0 {
+			dropped[rel] = true
+		}
 	})
+	if err != nil || len(dropped) == 0 {
+		return err
+	}
+	l.out = slices.DeleteFunc(l.out, func(e Entry) bool { return dropped[e.Path] })
+	return nil
 }
 
 // walkTree visits every entry under root that the .gitignore files in the tree (and the
 // given patterns, of lowest priority) do not ignore, parents before children. It never
-// visits .git. visit may return fs.SkipDir to leave out a directory.
-func walkTree(ctx context.Context, root string, base []gitignore.Pattern, visit func(rel string, k Kind) error) error {
-	var walk func(rel string, elems []string, ps []gitignore.Pattern) error
-	walk = func(rel string, elems []string, ps []gitignore.Pattern) error {
+// visits .git. visit may return fs.SkipDir to leave out a directory. leave is called when
+// a visited directory is done, with how many entries it holds and how many were kept
+// (visited, and for a directory, not left with kept == 0 while holding entries).
+func walkTree(ctx context.Context, root string, base []gitignore.Pattern, visit func(rel string, k Kind) error, leave func(rel string, entries, kept int)) error {
+	var walk func(rel string, elems []string, ps []gitignore.Pattern) (bool, error)
+	walk = func(rel string, elems []string, ps []gitignore.Pattern) (kept bool, err error) {
 		if err := ctx.Err(); err != nil {
-			return err
+			return false, err
 		}
+		entries, keptN := 0, 0
+		defer func() {
+			if err == nil && rel != "" {
+				leave(rel, entries, keptN)
+				kept = entries == 0 || keptN > 0
+			}
+		}()
 		dir := filepath.Join(root, filepath.FromSlash(rel))
 		des, err := os.ReadDir(dir)
 		if err != nil {
-			return err
+			return false, err
 		}
 		for _, de := range des {
 			if de.Name() == ".gitignore" && de.Type().IsRegular() {
 				more, err := readIgnoreFile(filepath.Join(dir, ".gitignore"), elems)
 				if err != nil {
-					return err
+					return false, err
 				}
 				ps = append(slices.Clip(ps), more...)
 				break
@@ -278,6 +299,7 @@ func walkTree(ctx context.Context, root string, base []gitignore.Pattern, visit 
 			if name == ".git" {
 				continue
 			}
+			entries++
 			k := kindOf(de.Type())
 			if k == Absent {
 				continue
@@ -291,17 +313,24 @@ func walkTree(ctx context.Context, root string, base []gitignore.Pattern, visit 
 			case errors.Is(err, fs.SkipDir):
 				continue
 			case err != nil:
-				return err
+				return false, err
 			}
-			if k == Dir {
-				if err := walk(srel, sub, ps); err != nil {
-					return err
-				}
+			if k != Dir {
+				keptN++
+				continue
+			}
+			sk, err := walk(srel, sub, ps)
+			if err != nil {
+				return false, err
+			}
+			if sk {
+				keptN++
 			}
 		}
-		return nil
+		return true, nil
 	}
-	return walk("", nil, base)
+	_, err := walk("", nil, base)
+	return err
 }
 
 func readIgnoreFile(name string, domain []string) ([]gitignore.Pattern, error) {

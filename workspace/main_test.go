@@ -108,7 +108,7 @@ func setupMounts() func() {
 		img, mnt := filepath.Join(tmp, fstype+".img"), filepath.Join(tmp, fstype)
 		f, err := os.Create(img)
 		if err == nil {
-			err = f.Truncate(3 << 30)
+			err = f.Truncate(map[string]int64{"xfs": 4 << 30, "ext4": 512 << 20}[fstype])
 			f.Close()
 		}
 		if err != nil {
