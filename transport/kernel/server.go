@@ -64,8 +64,10 @@ func newServer(opts Options, stdout io.Writer) *server {
 }
 
 // serve reads frames from r until it ends.
-func (s *server) serve(r io.Reader) {
-	lines := wire.NewReader(r)
+func (s *server) serve(r io.Reader) { s.serveLines(wire.NewReader(r)) }
+
+// serveLines handles every line of lines until it ends.
+func (s *server) serveLines(lines *wire.Reader) {
 	for {
 		line, err := lines.Next()
 		if err != nil {
