@@ -1,0 +1,91 @@
+// Package config reads Paddock's settings: flags, then PADDOCK_* environment variables, then
+// the global settings file (trusted), then a project's .paddock/settings file (untrusted: it
+// can never choose where kernels run or widen what runs unasked).
+package config
+
+import (
+	"github.com/paddockhq/paddock/orchestrator/output"
+	"github.com/paddockhq/paddock/transport/pathmap"
+)
+
+// Settings are the effective settings.
+type Settings struct {
+	// KernelTransport says where kernels run. Trusted: global settings only.
+	KernelTransport KernelTransport `mapstructure:"kernelTransport" json:"kernelTransport"`
+	Shell           Shell           `mapstructure:"shell" json:"shell"`
+	SSH             SSH             `mapstructure:"ssh" json:"ssh"`
+	Output          output.Limit    `mapstructure:"output" json:"output"`
+}
+
+// KernelTransport configures the transport of new sessions.
+type KernelTransport struct {
+	// Kind: local, docker, containerd, wrapped or ssh; "" lets Paddock choose (docker when an
+	// engine is reachable, else local).
+	Kind string `mapstructure:"kind" json:"kind"`
+	// PathMap lists the directories both sides see.
+	PathMap []pathmap.Mount `mapstructure:"pathMap" json:"pathMap"`
+	// Env names the host variables passed to a non-local kernel (credentials never are).
+	Env []string `mapstructure:"env" json:"env"`
+
+	Docker  Docker  `mapstructure:"docker" json:"docker"`
+	Wrapped Wrapped `mapstructure:"wrapped" json:"wrapped"`
+	SSH     SSHHost `mapstructure:"ssh" json:"ssh"`
+}
+
+// Docker configures container sandboxes (Docker and containerd).
+type Docker struct {
+	Image        string `mapstructure:"image" json:"image"`               // "": the host image
+	Network      string `mapstructure:"network" json:"network"`           // "": none
+	Memory       string `mapstructure:"memory" json:"memory"`             // e.g. 2g
+	Pids         int64  `mapstructure:"pids" json:"pids"`                 // process limit
+	User         string `mapstructure:"user" json:"user"`                 // "": the image's
+	WritableRoot bool   `mapstructure:"writableRoot" json:"writableRoot"` // the root filesystem is read-only unless set
+	Pool         int    `mapstructure:"pool" json:"pool"`                 // warm sandboxes kept per image
+}
+
+// Wrapped configures a kernel started under a wrapper command.
+type Wrapped struct {
+	ArgvPrefix []string `mapstructure:"argvPrefix" json:"argvPrefix"` // e.g. docker exec -i box
+	KernelPath string   `mapstructure:"kernelPath" json:"kernelPath"` // the kernel's path inside the sandbox
+}
+
+// SSHHost configures a kernel on a remote box.
+type SSHHost struct {
+	Host        string `mapstructure:"host" json:"host"`               // an ssh_config alias or [user@]host[:port]
+	KernelCache string `mapstructure:"kernelCache" json:"kernelCache"` // where kernels are kept on the box
+	Sync        bool   `mapstructure:"sync" json:"sync"`               // copy the workspace up and hand it back
+}
+
+// Shell configures the bash tool.
+type Shell struct {
+	// AutoEffects are the effects a step may have and still run unasked. Trusted.
+	AutoEffects []string `mapstructure:"autoEffects" json:"autoEffects"`
+	// Rules allow, ask or deny steps by command prefix, before the auto set. Trusted.
+	Rules []Rule `mapstructure:"rules" json:"rules"`
+	// BlockingBudget is how long a call blocks before it detaches, e.g. "30s".
+	BlockingBudget string `mapstructure:"blockingBudget" json:"blockingBudget"`
+}
+
+// Rule is one shell rule: Action (allow, ask, deny) for steps whose command starts with the
+// words of Command.
+type Rule struct {
+	Action  string `mapstructure:"action" json:"action"`
+	Command string `mapstructure:"command" json:"command"`
+}
+
+// SSH configures ssh:// reads.
+type SSH struct {
+	// Hosts may be read with ssh://HOST/PATH. Trusted.
+	Hosts []string `mapstructure:"hosts" json:"hosts"`
+}
+
+// Defaults are the settings before any source sets one.
+func Defaults() Settings {
+	return Settings{
+		Output: output.Default(),
+		Shell:  Shell{AutoEffects: []string{"read", "write", "exec", "net", "outside", "protected"}, BlockingBudget: "30s"},
+		KernelTransport: KernelTransport{
+			Docker: Docker{Memory: "2g", Pids: 1024},
+		},
+	}
+}
