@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/paddockhq/paddock/workspace"
+	"github.com/spf13/cobra"
+)
+
+func init() { commands = append(commands, newWorkspaceCmd) }
+
+func newWorkspaceCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "workspace",
+		Short: "Make isolated workspaces (reflink clones) and hand them back path by path",
+	}
+	c.AddCommand(newWorkspaceListCmd(), newWorkspaceCloneCmd(), newWorkspaceHandbackCmd())
+	return c
+}
+
+func cmdContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newWorkspaceListCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "list [--json] PARENT",
+		Short: "List the files an isolated workspace of PARENT would copy",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			es, err := workspace.List(cmdContext(cmd), args[0], workspace.ListOptions{})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				type entry struct {
+					Path string `json:"path"`
+					Kind string `json:"kind"`
+				}
+				list := make([]entry, len(es))
+				for i, e := range es {
+					list[i] = entry{e.Path, e.Kind.String()}
+				}
+				return printJSON(out, list)
+			}
+			for _, e := range es {
+				suffix := ""
+				switch e.Kind {
+				case workspace.Dir:
+					suffix = "/"
+				case workspace.Symlink:
+					suffix = "@"
+				}
+				fmt.Fprintf(out, "%s%s\n", e.Path, suffix)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the listing as JSON")
+	return c
+}
+
+func newWorkspaceCloneCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "clone [--json] PARENT DIR",
+		Short: "Make DIR/base, DIR/copy and DIR/manifest: an isolated workspace of PARENT",
+		Long: `Clone lists PARENT's files (tracked and untracked, not ignored; at most 100,000) and
+makes two copies in DIR: base, the tree as the child finds it, and copy, where the child
+works. Files are cloned by extents where the filesystem can (XFS, btrfs, APFS), else copied
+by bytes with a warning. DIR must not exist or be empty.`,
+		Args: usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rep, err := workspace.Clone(cmdContext(cmd), args[0], args[1], workspace.Options{})
+			if err != nil {
+				return err
+			}
+			for _, w := range rep.Warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), "paddock: warning:", w)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return printJSON(out, rep)
+			}
+			fmt.Fprintf(out, "cloned %s into %s\n", rep.Parent, rep.Dir)
+			fmt.Fprintf(out, "  %d files (%d bytes), %d symlinks, %d directories\n", rep.Files, rep.Bytes, rep.Symlinks, rep.Dirs)
+			fmt.Fprintf(out, "  %d cloned by extents, %d copied by bytes (%d bytes)\n", rep.Cloned, rep.Copied, rep.CopiedB)
+			fmt.Fprintf(out, "  %s\n", rep.Elapsed.Round(time.Millisecond))
+			fmt.Fprintf(out, "the child works in %s\n", filepath.Join(rep.Dir, workspace.CopyDir))
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
+func newWorkspaceHandbackCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "handback [--json] DIR",
+		Short: "Merge DIR/copy back into the parent recorded in DIR, path by path",
+		Long: `Handback merges the child's copy into its parent: a path the child did not change keeps
+the parent's content; a path only the child changed takes the child's (a removal too); a
+path both changed to the same content is kept; a path both changed differently, or that the
+parent cannot hold, keeps the parent's entry and the child's version is saved under
+DIR/conflicts. The report is written to DIR/handback.json and printed; base and copy are
+removed. A hand-back cut at any moment can be rerun to the same result. Exits 3 when there
+were conflicts.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rep, err := workspace.Handback(cmdContext(cmd), args[0])
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if err := printJSON(out, rep); err != nil {
+					return err
+				}
+			} else {
+				printHandback(out, rep)
+			}
+			if len(rep.Conflicts) > 0 {
+				return &codeError{code: exitConflicts}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (the content of handback.json)")
+	return c
+}
+
+func printHandback(w io.Writer, rep *workspace.Report) {
+	fmt.Fprintf(w, "handed back %s into %s: %d taken, %d conflicts (%d paths listed, %d changed by the child, %d new ones ignored)\n",
+		filepath.Join(rep.Dir, workspace.CopyDir), rep.Parent, rep.Counts.Taken, rep.Counts.Conflicts,
+		rep.Counts.Listed, rep.Counts.Changed, rep.Counts.Ignored)
+	mark := map[string]string{"added": "A", "modified": "M", "removed": "D"}
+	for _, c := range rep.Taken {
+		fmt.Fprintf(w, "  %s %s\n", mark[c.Change], c.Path)
+	}
+	for _, c := range rep.Conflicts {
+		where := "the child removed it"
+		if c.Saved != "" {
+			where = "the child's version is at " + filepath.Join(rep.Dir, filepath.FromSlash(c.Saved))
+		}
+		fmt.Fprintf(w, "  C %s (%s; parent holds %s): %s\n", c.Path, c.Reason, c.Parent, where)
+	}
+}
