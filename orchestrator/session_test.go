@@ -151,3 +151,36 @@ func TestOpenWorkdir(t *testing.T) {
 		}
 	}
 }
+
+// A program in the sandbox reaches the host through the kernel's socket: its request is a
+// host_request frame admitted by the gate, served by a handler, and answered back.
+func TestHostRequestFromSandbox(t *testing.T) {
+	kernel, err := images.Default.Find(context.Background(), runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	s := openLocal(t, t.TempDir(), Config{Handlers: map[string]Handler{
+		"test.echo": func(_ context.Context, req HostRequest) (any, error) {
+			var body struct{ Say string }
+			if err := req.Decode(&body); err != nil {
+				return nil, err
+			}
+			got = append(got, body.Say)
+			return map[string]string{"said": body.Say}, nil
+		},
+	}})
+	res, err := s.Bash(context.Background(), kernel+` host test.echo '{"say":"hi"}'; `+kernel+` host nope '{}'; echo status $?`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Steps) != 3 || !strings.Contains(res.Steps[0].Stdout.Text, `"said":"hi"`) || res.Steps[0].Status != 0 {
+		t.Fatalf("host request: %s", res)
+	}
+	if !strings.Contains(res.Steps[1].Stderr.Text, CodeUnknownType) || res.Steps[2].Stdout.Text != "status 1\n" {
+		t.Fatalf("unserved type: %s", res)
+	}
+	if fmt.Sprint(got) != "[hi]" {
+		t.Fatalf("handler saw %v", got)
+	}
+}
