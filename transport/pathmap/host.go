@@ -21,8 +21,8 @@ import (
 // must lie in the resolved host directory of some mount (any mount: a link from one mount
 // into another is fine), else the path is refused as Escapes.
 //
-// A ".." in the sandbox path is taken on the host too, after the mount is chosen; one that
-// climbs above the mount's directory is refused unless it lands in some mount.
+// A ".." before any symlink is taken in the sandbox, lexically, as the kernel takes it in a
+// real directory; after a symlink, on the host from the link's real directory.
 func (m *Map) ToHost(sandbox string) (string, error) {
 	return m.toHost(osFS{}, sandbox)
 }
@@ -39,13 +39,9 @@ func (m *Map) toHost(fsys statFS, sandbox string) (string, error) {
 	if _, ok := m.mountOf(path.Clean(raw)); !ok {
 		return "", refuse(Outside)
 	}
-	mt, ok := m.mountOf(raw) // raw keeps its "..": the mount is chosen by the components before them
+	host, mt, ok := m.hostPath(fsys, raw)
 	if !ok {
 		return "", refuse(Outside)
-	}
-	host := mt.Host + "/" + strings.TrimPrefix(raw, mt.Sandbox)
-	if mt.Sandbox == "/" {
-		host = mt.Host + raw
 	}
 	real, err := resolve(fsys, host)
 	if errors.Is(err, errLoop) {
@@ -62,6 +58,56 @@ func (m *Map) toHost(fsys statFS, sandbox string) (string, error) {
 		}
 	}
 	return "", refuse(Escapes)
+}
+
+// hostPath maps the sandbox path raw (components() form) to the host path to resolve and the
+// mount that maps it. Up to the first symlink the path is walked on the sandbox side, where
+// ".." is its lexical parent, as in any real directory, a mount point included: so
+// "/work/sub/../x" is "/work/x" even when /work/sub is a mount of its own. From the first
+// symlink on the rest is left, as written, to the host's resolution. ok is false when the
+// walk passes a path no mount shows and that holds no mount point (what it is in the
+// sandbox, the host cannot know).
+func (m *Map) hostPath(fsys statFS, raw string) (host string, mt Mount, ok bool) {
+	cur, rest := raw, ""
+	if strings.Contains(raw, "/..") {
+		parts := strings.Split(raw[1:], "/")
+		cur = "/"
+		for i, c := range parts {
+			if c == ".." {
+				cur = path.Dir(cur)
+				continue
+			}
+			next := path.Join(cur, c)
+			h, ok := m.lexicalHost(next)
+			if !ok {
+				if !m.holdsMountPoint(next) {
+					return "", Mount{}, false
+				}
+				cur = next // above a mount point: a real directory in the sandbox
+				continue
+			}
+			if mode, err := fsys.Lstat(h); err == nil && mode&fs.ModeSymlink != 0 {
+				rest = strings.Join(parts[i:], "/")
+				break
+			}
+			cur = next
+		}
+	}
+	mt, ok = m.mountOf(cur)
+	if !ok {
+		return "", Mount{}, false
+	}
+	return rebase(cur, mt.Sandbox, mt.Host) + "/" + rest, mt, true
+}
+
+// holdsMountPoint reports whether the sandbox directory dir holds a mount's sandbox path.
+func (m *Map) holdsMountPoint(dir string) bool {
+	for _, mt := range m.list() {
+		if holds(dir, mt.Sandbox) {
+			return true
+		}
+	}
+	return false
 }
 
 // components returns an absolute path with empty and "." components dropped and ".." kept:

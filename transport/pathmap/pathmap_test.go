@@ -111,7 +111,13 @@ func TestBothWays(t *testing.T) {
 		}
 	}
 	// Not clean on the way in, clean on the way out.
-	for in, want := range map[string]string{"/work//a/./b/": w + "/a/b", "/work/a/../a": w + "/a"} {
+	for in, want := range map[string]string{
+		"/work//a/./b/":        w + "/a/b",
+		"/work/a/../a":         w + "/a",
+		"/work/sub/../a":       w + "/a", // ".." above a mount point is the sandbox's parent
+		"/data/../work/sub/x":  s + "/x",
+		"/work/missing/../sub": s,
+	} {
 		if got, err := m.ToHost(in); err != nil || got != want {
 			t.Errorf("ToHost(%q) = %q, %v; want %q", in, got, err, want)
 		}
