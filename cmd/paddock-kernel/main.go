@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command paddock-kernel is the kernel a Paddock host starts in a sandbox: it serves the
 // host's request frames on standard input and writes frames on standard output until its
 // input ends. `paddock-kernel host TYPE [JSON]` is the client through which programs in the
@@ -42,12 +44,11 @@ func main() {
 		os.Exit(2)
 	}
 	opts.Version = version
+	if opts.Version == "" {
+		opts.Version = kernel.BuildVersion()
+	}
 	if *showVersion {
-		v := version
-		if v == "" {
-			v = "dev"
-		}
-		fmt.Println(v)
+		fmt.Println(opts.Version)
 		return
 	}
 	if err := kernel.Run(context.Background(), os.Stdin, os.Stdout, opts); err != nil {

@@ -417,6 +417,15 @@ func killLeft(t testing.TB, pids *[]int) {
 	})
 }
 
+func mustJSON(t testing.TB, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // hello pings the kernel.
 func (k *kern) hello() wire.Hello {
 	k.t.Helper()

@@ -30,7 +30,7 @@ type Options struct {
 
 func (o *Options) fill() {
 	if o.Version == "" {
-		o.Version = buildVersion()
+		o.Version = BuildVersion()
 	}
 	if o.Grace <= 0 {
 		o.Grace = 2 * time.Second
@@ -46,7 +46,9 @@ func (o *Options) fill() {
 	}
 }
 
-func buildVersion() string {
+// BuildVersion is the kernel's version as its build recorded it: the module version, or
+// "dev" for a build from a work tree.
+func BuildVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}
@@ -72,10 +74,12 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, opts Options) e
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		log.Warn("cannot become a child subreaper; orphans may outlive the kernel", "err", err)
 	}
-	// Handled signals are reset to their default in children; ignored ones would stay
-	// ignored. Asking for SIGPIPE, SIGINT and SIGQUIT here gives every child their default
-	// disposition even when the kernel was started with them ignored; the kernel itself
-	// ends on none of them (SIGPIPE on standard output is an error on write).
+	// A child gets the default disposition of every signal the kernel handles, but keeps
+	// one the kernel ignores, and the runtime leaves SIGINT ignored when the kernel was
+	// started so (as a shell starts a background job). Handling SIGPIPE, SIGINT and SIGQUIT
+	// here, never ignoring them, gives every child their defaults: `yes | head` ends, INT
+	// stops a step. The kernel itself ends on none of them (a broken standard output is
+	// an error on write, not a SIGPIPE death).
 	quiet := make(chan os.Signal, 1)
 	signal.Notify(quiet, syscall.SIGPIPE, syscall.SIGINT, syscall.SIGQUIT)
 	defer signal.Stop(quiet)
