@@ -5,6 +5,9 @@ package kernel_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -162,5 +165,36 @@ func TestOwnProcessGroup(t *testing.T) {
 	}
 	if pgid != pid {
 		t.Errorf("kernel %d in process group %d", pid, pgid)
+	}
+}
+
+// Started as a session leader, where setpgid is refused, the kernel still serves.
+func TestSessionLeaderKernel(t *testing.T) {
+	k := startKernel(t, "", "setsid", "--wait")
+	r := k.run(pipeline(argv("true")))
+	if r.codes()[0] != 0 {
+		t.Errorf("statuses %+v", r.statuses)
+	}
+}
+
+// Every process of a pipeline is in one process group, not the kernel's; even when the
+// first ends at once, the others join its group.
+func TestOnePipelineOneGroup(t *testing.T) {
+	k := startKernel(t, "")
+	kpid := k.hello().PID
+	pgid := `cut -d" " -f5 /proc/self/stat`
+	r := k.run(pipeline(argv("sh", "-c", pgid), argv("sh", "-c", "cat; "+pgid), argv("cat")))
+	lines := strings.Fields(r.stdout(2))
+	if len(lines) != 2 || lines[0] != lines[1] || lines[0] == strconv.Itoa(kpid) {
+		t.Errorf("process groups %q, kernel %d", lines, kpid)
+	}
+	ids := make([]string, 100)
+	for i := range ids {
+		ids[i] = k.startExec(pipeline(argv("true"), argv("true"), argv("true")))
+	}
+	for _, id := range ids {
+		if r := k.wait(id); !reflect.DeepEqual(r.codes(), []int{0, 0, 0}) {
+			t.Fatalf("true|true|true: %+v", r.statuses)
+		}
 	}
 }
