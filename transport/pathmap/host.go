@@ -39,35 +39,43 @@ func (m *Map) toHost(fsys statFS, sandbox string) (string, error) {
 	if _, ok := m.mountOf(path.Clean(raw)); !ok {
 		return "", refuse(Outside)
 	}
-	host, mt, ok := m.hostPath(fsys, raw)
+	mt, rel, ok := m.hostPath(fsys, raw)
 	if !ok {
 		return "", refuse(Outside)
 	}
-	real, err := resolve(fsys, host)
+	// The mount's real directory first, then the path on from there: one walk for both.
+	w := walker{fsys: fsys, cur: "/"}
+	err := w.walk(mt.Host)
+	dir := w.cur
+	if err == nil {
+		err = w.walk(rel)
+	}
 	if errors.Is(err, errLoop) {
 		return "", refuse(Loop)
 	}
 	if err != nil {
 		return "", fmt.Errorf("path %q: %w", sandbox, bare(err))
 	}
-	// Try the mount that mapped the path first: it holds the result unless a link left it.
-	for _, cand := range append([]Mount{mt}, m.list()...) {
-		dir, err := resolve(fsys, cand.Host)
-		if err == nil && holds(dir, real) {
+	real := w.cur
+	if holds(dir, real) {
+		return real, nil
+	}
+	for _, other := range m.list() { // a link may lead into another mount
+		if dir, err := resolve(fsys, other.Host); err == nil && holds(dir, real) {
 			return real, nil
 		}
 	}
 	return "", refuse(Escapes)
 }
 
-// hostPath maps the sandbox path raw (components() form) to the host path to resolve and the
-// mount that maps it. Up to the first symlink the path is walked on the sandbox side, where
+// hostPath maps the sandbox path raw (components() form) to the mount that maps it and the
+// path to resolve from the mount's host directory. Up to the first symlink the path is walked on the sandbox side, where
 // ".." is its lexical parent, as in any real directory, a mount point included: so
 // "/work/sub/../x" is "/work/x" even when /work/sub is a mount of its own. From the first
 // symlink on the rest is left, as written, to the host's resolution. ok is false when the
 // walk passes a path no mount shows and that holds no mount point (what it is in the
 // sandbox, the host cannot know).
-func (m *Map) hostPath(fsys statFS, raw string) (host string, mt Mount, ok bool) {
+func (m *Map) hostPath(fsys statFS, raw string) (mt Mount, rel string, ok bool) {
 	cur, rest := raw, ""
 	if strings.Contains(raw, "/..") {
 		parts := strings.Split(raw[1:], "/")
@@ -81,7 +89,7 @@ func (m *Map) hostPath(fsys statFS, raw string) (host string, mt Mount, ok bool)
 			h, ok := m.lexicalHost(next)
 			if !ok {
 				if !m.holdsMountPoint(next) {
-					return "", Mount{}, false
+					return Mount{}, "", false
 				}
 				cur = next // above a mount point: a real directory in the sandbox
 				continue
@@ -95,9 +103,9 @@ func (m *Map) hostPath(fsys statFS, raw string) (host string, mt Mount, ok bool)
 	}
 	mt, ok = m.mountOf(cur)
 	if !ok {
-		return "", Mount{}, false
+		return Mount{}, "", false
 	}
-	return rebase(cur, mt.Sandbox, mt.Host) + "/" + rest, mt, true
+	return mt, strings.TrimPrefix(cur, mt.Sandbox) + "/" + rest, true
 }
 
 // holdsMountPoint reports whether the sandbox directory dir holds a mount's sandbox path.
@@ -162,9 +170,22 @@ func (osFS) Readlink(name string) (string, error) { return os.Readlink(name) }
 // resolved, as the kernel walks it, and the rest (which does not exist) appended. The result
 // is clean, and no existing prefix of it is a symlink.
 func resolve(fsys statFS, p string) (string, error) {
-	cur := "/"
-	missing := 0 // how many of cur's last components do not exist
-	links := 0
+	w := walker{fsys: fsys, cur: "/"}
+	err := w.walk(p)
+	return w.cur, err
+}
+
+// walker resolves a path component by component, as the kernel does; walking two paths one
+// after the other resolves the second from where the first led, links counted across both.
+type walker struct {
+	fsys    statFS
+	cur     string // where the walk is: real, but for its missing last components
+	missing int    // how many of cur's last components do not exist
+	links   int    // symlinks followed
+}
+
+// walk moves on along p from where the walk is, whether p starts with "/" or not.
+func (w *walker) walk(p string) error {
 	todo := strings.Split(p, "/")
 	for len(todo) > 0 {
 		c := todo[0]
@@ -175,40 +196,40 @@ func resolve(fsys statFS, p string) (string, error) {
 		case "..":
 			// cur is real (or a missing tail on a real directory): its parent is the
 			// lexical one.
-			cur = path.Dir(cur)
-			if missing > 0 {
-				missing--
+			w.cur = path.Dir(w.cur)
+			if w.missing > 0 {
+				w.missing--
 			}
 			continue
 		}
-		next := path.Join(cur, c)
-		if missing > 0 {
-			cur, missing = next, missing+1
+		next := path.Join(w.cur, c)
+		if w.missing > 0 {
+			w.cur, w.missing = next, w.missing+1
 			continue
 		}
-		mode, err := fsys.Lstat(next)
+		mode, err := w.fsys.Lstat(next)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-				cur, missing = next, 1
+				w.cur, w.missing = next, 1
 				continue
 			}
-			return "", err
+			return err
 		}
 		if mode&fs.ModeSymlink == 0 {
-			cur = next
+			w.cur = next
 			continue
 		}
-		if links++; links > MaxLinks {
-			return "", errLoop
+		if w.links++; w.links > MaxLinks {
+			return errLoop
 		}
-		target, err := fsys.Readlink(next)
+		target, err := w.fsys.Readlink(next)
 		if err != nil {
-			return "", err
+			return err
 		}
 		if path.IsAbs(target) {
-			cur = "/"
+			w.cur = "/"
 		}
 		todo = append(strings.Split(target, "/"), todo...)
 	}
-	return cur, nil
+	return nil
 }
