@@ -63,7 +63,9 @@ const (
 // A line is a run of bytes ending in '\n', or the final run without one; an empty line is
 // its newline alone. The window holds whole lines only, with one exception: when the single
 // line at the kept end is over Bytes on its own, the window is that line cut at a UTF-8
-// character boundary (Head: its first bytes, Tail: its last).
+// character boundary (Head: its first bytes, Tail: its last). A line counts as dropped only
+// when no byte of it is kept. Without a byte bound a window stores its lines whole, however
+// long they are: only a byte bound bounds memory.
 type Limit struct {
 	Bytes int  `json:"bytes" mapstructure:"bytes"`
 	Lines int  `json:"lines" mapstructure:"lines"`
