@@ -119,7 +119,7 @@ func (s *server) run(e *execution) (*wire.ExecResult, error) {
 
 	// Redirections, in order. One that fails keeps its command from running, as in a shell.
 	for i, c := range cmds {
-		if err := openRedirects(c, x.Commands[i].Redirects, cwd, &fds); err != nil {
+		if err := openRedirects(c, x.Commands[i].Redirects, cwd, &fds, msgPrefix(x)); err != nil {
 			statuses[i] = wire.ExitStatus{Code: codeRedirect}
 			c.skip = true
 			s.complain(e.id, c, err.Error())
@@ -311,7 +311,7 @@ func startFailure(name string, err error) wire.ExitStatus {
 
 // openRedirects applies a command's redirections to its descriptors, opening files as it
 // goes. The error is the text a shell prints.
-func openRedirects(c *command, rs []wire.Redirect, cwd string, fds *fdSet) error {
+func openRedirects(c *command, rs []wire.Redirect, cwd string, fds *fdSet, prefix string) error {
 	for _, r := range rs {
 		for len(c.slots) <= max(r.FD, r.DupFD) {
 			c.slots = append(c.slots, slot{fd: -1})
@@ -319,7 +319,7 @@ func openRedirects(c *command, rs []wire.Redirect, cwd string, fds *fdSet) error
 		if r.Op == wire.RedirDup {
 			src := c.slots[r.DupFD]
 			if src.fd < 0 && src.stream == (streamKey{}) {
-				return errors.New("paddock-kernel: " + strconv.Itoa(r.DupFD) + ": Bad file descriptor")
+				return errors.New(prefix + strconv.Itoa(r.DupFD) + ": Bad file descriptor")
 			}
 			c.slots[r.FD] = src
 			continue
@@ -337,7 +337,7 @@ func openRedirects(c *command, rs []wire.Redirect, cwd string, fds *fdSet) error
 		}
 		fd, err := openFile(p, flags|syscall.O_CLOEXEC, 0o666)
 		if err != nil {
-			return errors.New("paddock-kernel: " + r.Path + ": " + errText(err))
+			return errors.New(prefix + r.Path + ": " + errText(err))
 		}
 		fds.add(fd)
 		c.slots[r.FD] = slot{fd: fd}
@@ -353,4 +353,12 @@ func openFile(path string, flags int, mode uint32) (int, error) {
 			return fd, err
 		}
 	}
+}
+
+// msgPrefix begins the kernel's own messages on a command's standard error.
+func msgPrefix(x *wire.Exec) string {
+	if x.Prefix != "" {
+		return x.Prefix
+	}
+	return "paddock-kernel: "
 }

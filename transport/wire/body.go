@@ -11,6 +11,9 @@ type Exec struct {
 	Env      []string  `json:"env"`             // the whole environment, NAME=value
 	Commands []Command `json:"commands"`        // at least one
 	Shell    bool      `json:"shell,omitempty"` // Commands[0].Argv[0] is a script for bash -c (sh -c without bash)
+	// Prefix begins the messages the kernel itself writes on a command's standard error (a
+	// redirection that fails); "": "paddock-kernel: ".
+	Prefix string `json:"prefix,omitempty"`
 }
 
 // Command is one simple command of a pipeline.
