@@ -1,0 +1,329 @@
+// Package docker starts a kernel in a Docker container through the Docker Engine API: a
+// container from an image with the kernel binary bound in read-only (the kernel is static, so
+// any Linux image works), the session's path map bound, and the container's standard input
+// and output attached for frames. The container is confined by default (Hardening); it
+// carries labels naming its session and its host process, is removed with its session, and a
+// reaper removes the containers of host processes that died.
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/paddockhq/paddock/transport"
+)
+
+var _ transport.Transport = (*Transport)(nil)
+
+// Grace is how long Kill waits after closing the kernel's stdin before it kills the
+// container.
+const Grace = 2 * time.Second
+
+// Connect returns a client of the engine named by the environment (DOCKER_HOST and the
+// rest, else the local socket), with its API version negotiated, after checking the engine
+// answers.
+func Connect(ctx context.Context) (*client.Client, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	if _, err := cli.Ping(ctx); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("docker: the engine does not answer: %w", err)
+	}
+	cli.NegotiateAPIVersion(ctx)
+	return cli, nil
+}
+
+// Transport starts kernels in containers.
+type Transport struct {
+	Client *client.Client
+	// Image is the image the containers run; its own entrypoint and command are replaced by
+	// the kernel.
+	Image string
+	// Mounts are bound in besides the path map's mounts: the host image's system
+	// directories, say. A path-map mount at the same sandbox path wins.
+	Mounts []Mount
+	// Hardening confines the containers; the zero value is the hardened default.
+	Hardening Hardening
+	// Stderr receives the kernel's diagnostics; nil discards them.
+	Stderr io.Writer
+	// Log receives the transport's diagnostics; nil discards them.
+	Log *slog.Logger
+	// NoReap skips the reaper at the first Start.
+	NoReap bool
+
+	reapOnce sync.Once
+}
+
+// Start creates the kernel's container, attaches its standard streams and starts it. On
+// any error nothing is left behind.
+func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	if t.Client == nil {
+		return nil, errors.New("docker: no client")
+	}
+	if !t.NoReap {
+		t.reapOnce.Do(func() {
+			if n, err := Reap(ctx, t.Client); err != nil {
+				t.log().Warn("reaper", "err", err)
+			} else if n > 0 {
+				t.log().Info("reaper removed the containers of host processes that died", "count", n)
+			}
+		})
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	p, err := planContainer(spec, t.Image, t.Mounts, t.Hardening, selfLabels(), hex.EncodeToString(b[:]))
+	if err != nil {
+		return nil, err
+	}
+	created, err := t.Client.ContainerCreate(ctx, p.config, p.host, nil, nil, p.name)
+	if err != nil {
+		return nil, fmt.Errorf("docker: create the kernel's container: %w", err)
+	}
+	id := created.ID
+	ok := false
+	defer func() {
+		if !ok {
+			t.remove(id)
+		}
+	}()
+	att, err := t.Client.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, fmt.Errorf("docker: attach to the kernel's container: %w", err)
+	}
+	if err := t.Client.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		att.Close()
+		return nil, fmt.Errorf("docker: start the kernel's container: %w", err)
+	}
+	ok = true
+	stderr := t.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	pr, pw := io.Pipe()
+	k := &kernel{t: t, id: id, att: att, stdout: pr, done: make(chan struct{}), copied: make(chan struct{})}
+	go func() { // the demultiplexer: stdout to the frames' reader, stderr to Stderr
+		_, err := stdcopy.StdCopy(pw, stderr, att.Reader)
+		pw.CloseWithError(err)
+		close(k.copied)
+	}()
+	go k.wait()
+	return k, nil
+}
+
+func (t *Transport) log() *slog.Logger {
+	if t.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return t.Log
+}
+
+// remove removes a container and what it holds, whatever state it is in.
+func (t *Transport) remove(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := t.Client.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !notFound(err) {
+		t.log().Warn("container not removed", "container", id, "err", err)
+	}
+}
+
+// kernel is one kernel's container.
+type kernel struct {
+	t      *Transport
+	id     string
+	att    types.HijackedResponse
+	stdout *io.PipeReader
+
+	done   chan struct{} // closed when the container has ended and been removed
+	err    error         // set before done closes
+	copied chan struct{} // closed when the output stream has ended
+
+	closeIn  sync.Once
+	killOnce sync.Once
+}
+
+// ID returns the container's id.
+func (k *kernel) ID() string { return k.id }
+
+func (k *kernel) Stdin() io.WriteCloser { return stdin{k} }
+func (k *kernel) Stdout() io.Reader     { return k.stdout }
+
+// stdin writes frames to the attached connection; closing it half-closes the connection,
+// which ends the container's standard input.
+type stdin struct{ k *kernel }
+
+func (s stdin) Write(p []byte) (int, error) { return s.k.att.Conn.Write(p) }
+func (s stdin) Close() error {
+	var err error
+	s.k.closeIn.Do(func() { err = s.k.att.CloseWrite() })
+	return err
+}
+
+// wait waits for the container to end, then removes it.
+func (k *kernel) wait() {
+	defer close(k.done)
+	ch, errc := k.t.Client.ContainerWait(context.Background(), k.id, container.WaitConditionNotRunning)
+	select {
+	case r := <-ch:
+		switch {
+		case r.Error != nil:
+			k.err = fmt.Errorf("docker: kernel's container: %s", r.Error.Message)
+		case r.StatusCode != 0:
+			k.err = fmt.Errorf("docker: the kernel exited with status %d", r.StatusCode)
+		}
+	case err := <-errc:
+		k.err = fmt.Errorf("docker: waiting for the kernel's container: %w", err)
+	}
+	// The stream ends with the container; what it held is still read before removal.
+	select {
+	case <-k.copied:
+	case <-time.After(5 * time.Second):
+	}
+	k.t.remove(k.id)
+	k.att.Close()
+}
+
+func (k *kernel) Wait() error {
+	<-k.done
+	return k.err
+}
+
+// Kill closes stdin (the kernel then ends and kills what it started); when the container
+// has not ended within Grace it is killed. Either way it is removed before Kill returns.
+func (k *kernel) Kill() error {
+	k.killOnce.Do(func() {
+		stdin{k}.Close()
+		select {
+		case <-k.done:
+		case <-time.After(Grace):
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if err := k.t.Client.ContainerKill(ctx, k.id, "KILL"); err != nil && !notFound(err) {
+				k.t.log().Warn("container not killed", "container", k.id, "err", err)
+			}
+			cancel()
+			select {
+			case <-k.done:
+			case <-time.After(30 * time.Second):
+				k.t.remove(k.id)
+			}
+		}
+	})
+	return nil
+}
+
+// Reap removes the containers of host processes of this machine that died, and returns how
+// many it removed.
+func Reap(ctx context.Context, cli *client.Client) (int, error) {
+	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelManaged+"=1"))})
+	if err != nil {
+		return 0, fmt.Errorf("docker: list Paddock's containers: %w", err)
+	}
+	o := self()
+	n := 0
+	var errs []error
+	for _, c := range list {
+		if !Leftover(c.Labels, o) {
+			continue
+		}
+		err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !notFound(err) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", c.ID, err))
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// SessionContainers returns the ids of the containers that carry session's label.
+func SessionContainers(ctx context.Context, cli *client.Client, session string) ([]string, error) {
+	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelSession+"="+session))})
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(list))
+	for _, c := range list {
+		ids = append(ids, c.ID)
+	}
+	return ids, nil
+}
+
+func notFound(err error) bool {
+	return err != nil && (client.IsErrNotFound(err) || strings.Contains(err.Error(), "is already in progress"))
+}
+
+// self returns the reaper's view of this process's machine.
+func self() Owner {
+	return Owner{Machine: machineID(), Boot: bootID(), Alive: alive}
+}
+
+// selfLabels are the labels that name this host process.
+func selfLabels() map[string]string {
+	pid := os.Getpid()
+	return map[string]string{
+		LabelMachine: machineID(),
+		LabelBoot:    bootID(),
+		LabelPID:     strconv.Itoa(pid),
+		LabelStart:   startTime(pid),
+	}
+}
+
+func machineID() string {
+	for _, f := range []string{"/etc/machine-id", "/var/lib/dbus/machine-id"} {
+		if b, err := os.ReadFile(f); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
+func bootID() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b))
+}
+
+// startTime is a process's start time in clock ticks since boot (field 22 of
+// /proc/PID/stat), or "" when it cannot be read.
+func startTime(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+// alive reports whether pid runs and, when start is known, started then.
+func alive(pid int, start string) bool {
+	now := startTime(pid)
+	if now == "" {
+		return false
+	}
+	return start == "" || now == start
+}

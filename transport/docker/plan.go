@@ -1,0 +1,245 @@
+package docker
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/strslice"
+
+	"github.com/paddockhq/paddock/transport"
+)
+
+// This file is the pure part of the transport: from a Spec and the settings it decides the
+// container to create. Nothing here talks to Docker.
+
+// Hardening says how the kernel's container is confined. The zero value is the hardened
+// default: every capability dropped, no-new-privileges, no network, DefaultPids processes,
+// DefaultMemory bytes, a read-only root filesystem with a tmpfs at /tmp, the image's user.
+type Hardening struct {
+	// CapAdd lists the capabilities kept (CAP_ prefix optional); every other one is dropped.
+	CapAdd []string `mapstructure:"capAdd" json:"capAdd,omitempty"`
+	// NewPrivileges lets processes gain privileges through setuid files; false sets
+	// no-new-privileges.
+	NewPrivileges bool `mapstructure:"newPrivileges" json:"newPrivileges,omitempty"`
+	// Network is the container's network: "" or "none" for none, else "bridge", "host" or
+	// a network's name.
+	Network string `mapstructure:"network" json:"network,omitempty"`
+	// Pids limits the processes of the container: 0 is DefaultPids, -1 no limit.
+	Pids int64 `mapstructure:"pids" json:"pids,omitempty"`
+	// Memory limits the container's memory in bytes, swap included: 0 is DefaultMemory,
+	// -1 no limit.
+	Memory int64 `mapstructure:"memory" json:"memory,omitempty"`
+	// WritableRoot leaves the root filesystem writable; false makes it read-only.
+	WritableRoot bool `mapstructure:"writableRoot" json:"writableRoot,omitempty"`
+	// NoTmpfs leaves /tmp to the image; false mounts a private tmpfs there.
+	NoTmpfs bool `mapstructure:"noTmpfs" json:"noTmpfs,omitempty"`
+	// TmpfsSize is the /tmp tmpfs's size in bytes: 0 is DefaultTmpfs.
+	TmpfsSize int64 `mapstructure:"tmpfsSize" json:"tmpfsSize,omitempty"`
+	// User runs the kernel as this user ("uid", "uid:gid" or a name the image knows); ""
+	// is the image's user.
+	User string `mapstructure:"user" json:"user,omitempty"`
+}
+
+// Defaults of Hardening's zero fields.
+const (
+	DefaultPids   = 1024
+	DefaultMemory = 2 << 30
+	DefaultTmpfs  = 512 << 20
+)
+
+// KernelPath is where the kernel binary is mounted, read-only, in every container.
+const KernelPath = "/.paddock/paddock-kernel"
+
+// Labels Paddock puts on what it creates in Docker.
+const (
+	LabelManaged = "paddock"         // "1" on every container and image Paddock makes
+	LabelSession = "paddock.session" // the session's id
+	LabelMachine = "paddock.machine" // the host process's machine
+	LabelBoot    = "paddock.boot"    // the machine's boot, so a container of an earlier boot is told apart
+	LabelPID     = "paddock.pid"     // the host process's pid
+	LabelStart   = "paddock.start"   // the host process's start time, so a reused pid is told apart
+)
+
+// Mount is a host directory or file bound into the container.
+type Mount struct {
+	Host     string `mapstructure:"host" json:"host"`
+	Sandbox  string `mapstructure:"sandbox" json:"sandbox"`
+	ReadOnly bool   `mapstructure:"readonly" json:"readonly,omitempty"`
+}
+
+// OutsideError is a working directory under none of the container's mounts: the kernel
+// would start where no host directory is.
+type OutsideError struct{ Cwd string }
+
+func (e *OutsideError) Error() string {
+	return fmt.Sprintf("docker: the working directory %q is outside every mount of the sandbox; mount its host directory (path map) or start elsewhere", e.Cwd)
+}
+
+// Code is the stable code of the refusal.
+func (e *OutsideError) Code() string { return "outside" }
+
+// plan is the container to create for one kernel.
+type plan struct {
+	config *container.Config
+	host   *container.HostConfig
+	name   string
+}
+
+// planContainer decides the container of one kernel: image, command, environment, working
+// directory, mounts (the kernel read-only, the path map's mounts, extra read-only mounts) and
+// confinement. self labels the container with its host process, for the reaper.
+func planContainer(spec transport.Spec, image string, extra []Mount, h Hardening, self map[string]string, suffix string) (*plan, error) {
+	if image == "" {
+		return nil, fmt.Errorf("docker: no image named")
+	}
+	if spec.Kernel == "" {
+		return nil, fmt.Errorf("docker: no kernel binary named")
+	}
+	if spec.PathMap == nil {
+		return nil, fmt.Errorf("docker: a container needs a path map (the identity map is the local transport's)")
+	}
+	cwd := spec.Cwd
+	if cwd == "" || !path.IsAbs(cwd) {
+		return nil, &OutsideError{Cwd: cwd}
+	}
+	if _, ok := spec.PathMap.Mount(cwd); !ok {
+		return nil, &OutsideError{Cwd: cwd}
+	}
+	mounts := []mount.Mount{{Type: mount.TypeBind, Source: spec.Kernel, Target: KernelPath, ReadOnly: true}}
+	taken := map[string]bool{KernelPath: true}
+	for _, m := range spec.PathMap.Mounts() {
+		if m.Sandbox == "/" {
+			return nil, fmt.Errorf("docker: a mount at the sandbox's root cannot be bound")
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Host, Target: m.Sandbox, ReadOnly: m.ReadOnly})
+		taken[m.Sandbox] = true
+	}
+	for _, m := range extra {
+		if taken[m.Sandbox] {
+			continue // the session's own mounts win over system directories
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Host, Target: m.Sandbox, ReadOnly: m.ReadOnly})
+		taken[m.Sandbox] = true
+	}
+	labels := map[string]string{LabelManaged: "1"}
+	for k, v := range self {
+		labels[k] = v
+	}
+	for k, v := range spec.Labels {
+		labels[k] = v
+	}
+	if spec.Session != "" {
+		labels[LabelSession] = spec.Session
+	}
+	env := spec.Env
+	if env == nil {
+		env = []string{}
+	}
+	cfg := &container.Config{
+		Image:        image,
+		Entrypoint:   strslice.StrSlice{KernelPath},
+		Cmd:          strslice.StrSlice(append([]string{}, spec.Args...)),
+		Env:          env,
+		WorkingDir:   cwd,
+		User:         h.User,
+		Labels:       labels,
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		OpenStdin:    true,
+		StdinOnce:    true,
+		Tty:          false,
+	}
+	if len(cfg.Cmd) == 0 {
+		cfg.Cmd = nil
+	}
+	hc := &container.HostConfig{
+		Mounts:         mounts,
+		NetworkMode:    container.NetworkMode(network(h.Network)),
+		CapDrop:        strslice.StrSlice{"ALL"},
+		CapAdd:         capabilities(h.CapAdd),
+		ReadonlyRootfs: !h.WritableRoot,
+		IpcMode:        "private",
+		PidMode:        "", // a private pid namespace: host processes are not seen
+	}
+	if !h.NewPrivileges {
+		hc.SecurityOpt = []string{"no-new-privileges"}
+	}
+	if !h.NoTmpfs {
+		size := h.TmpfsSize
+		if size <= 0 {
+			size = DefaultTmpfs
+		}
+		hc.Tmpfs = map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,mode=1777,size=%d", size)}
+	}
+	pids := h.Pids
+	if pids == 0 {
+		pids = DefaultPids
+	}
+	if pids > 0 {
+		hc.PidsLimit = &pids
+	}
+	mem := h.Memory
+	if mem == 0 {
+		mem = DefaultMemory
+	}
+	if mem > 0 {
+		hc.Memory, hc.MemorySwap = mem, mem
+	}
+	return &plan{config: cfg, host: hc, name: containerName(spec.Session, suffix)}, nil
+}
+
+func network(n string) string {
+	if n == "" {
+		return "none"
+	}
+	return n
+}
+
+// capabilities returns the capabilities to keep, upper case with the CAP_ prefix, sorted.
+func capabilities(names []string) strslice.StrSlice {
+	if len(names) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		n = strings.ToUpper(strings.TrimSpace(n))
+		if n == "" {
+			continue
+		}
+		if !strings.HasPrefix(n, "CAP_") {
+			n = "CAP_" + n
+		}
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+
+// containerName is "paddock-SESSION-SUFFIX", with what Docker does not take in a name
+// replaced.
+func containerName(session, suffix string) string {
+	s := nameUnsafe.ReplaceAllString(session, "_")
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	if s == "" {
+		return "paddock-" + suffix
+	}
+	return "paddock-" + s + "-" + suffix
+}
+
+// DefaultEnv is a container kernel's own environment, before the host variables a session
+// names: a usual PATH, a writable HOME (the root filesystem is read-only) and a UTF-8 locale.
+var DefaultEnv = []string{
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/tmp",
+	"LANG=C.UTF-8",
+}

@@ -1,0 +1,34 @@
+package docker
+
+import "strconv"
+
+// This file holds the reaper's rule, pure: which of Paddock's containers are leftovers of a
+// host process that died.
+
+// Owner is what the reaper knows of the process reaping: its machine and boot, and how to
+// tell whether a process of this machine and boot still runs.
+type Owner struct {
+	Machine string
+	Boot    string
+	// Alive reports whether the process pid, started at start (as /proc says), runs.
+	Alive func(pid int, start string) bool
+}
+
+// Leftover reports whether a container with these labels belongs to a host process that
+// died: it is Paddock's, of this machine, and of an earlier boot, or its host process is gone
+// (its pid does not run, or runs a process started at another time). A container of another
+// machine, or without its host's labels, is never a leftover: its owner cannot be judged
+// from here.
+func Leftover(labels map[string]string, o Owner) bool {
+	if labels[LabelManaged] != "1" || o.Machine == "" || labels[LabelMachine] != o.Machine {
+		return false
+	}
+	if b := labels[LabelBoot]; b != "" && o.Boot != "" && b != o.Boot {
+		return true
+	}
+	pid, err := strconv.Atoi(labels[LabelPID])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return o.Alive == nil || !o.Alive(pid, labels[LabelStart])
+}
