@@ -1,0 +1,208 @@
+package ssh
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/pkg/sftp"
+)
+
+// box is what is known of the box at the end of a connection, learnt once per connection.
+type box struct {
+	arch    string            // Go architecture
+	home    string            // the remote user's home
+	kernels map[string]string // content hash -> remote path of a kernel known to be there
+}
+
+// Box describes the box at the end of a connection.
+type Box struct {
+	Arch string // the Go architecture of `uname -m`
+	Home string // the remote user's home directory
+}
+
+// probe learns the box's architecture (uname -m) and home (over SFTP), once per connection.
+func (c *Conn) probe(ctx context.Context) (*box, error) {
+	c.boxMu.Lock()
+	defer c.boxMu.Unlock()
+	c.mu.Lock()
+	b := c.box
+	c.mu.Unlock()
+	if b != nil {
+		return b, nil
+	}
+	fail := func(err error) (*box, error) {
+		if lost := c.Lost(); lost != nil {
+			return nil, lost
+		}
+		return nil, &Error{Code: CodeBox, Host: c.Target.Name, Err: err}
+	}
+	s, err := c.NewSession()
+	if err != nil {
+		return fail(fmt.Errorf("open a session: %w", err))
+	}
+	var out, errOut bytes.Buffer
+	s.Stdout, s.Stderr = &out, &errOut
+	err = runCtx(ctx, s, "uname -m")
+	if err != nil {
+		return fail(fmt.Errorf("uname -m: %v: %s", err, strings.TrimSpace(errOut.String())))
+	}
+	arch := goArch(out.String())
+	if arch == "" {
+		return fail(fmt.Errorf("no kernel for machine %q", strings.TrimSpace(out.String())))
+	}
+	sc, err := c.sftp()
+	if err != nil {
+		return fail(err)
+	}
+	defer sc.Close()
+	home, err := sc.Getwd()
+	if err != nil {
+		return fail(fmt.Errorf("home directory: %w", err))
+	}
+	b = &box{arch: arch, home: home, kernels: map[string]string{}}
+	c.mu.Lock()
+	c.box = b
+	c.mu.Unlock()
+	return b, nil
+}
+
+// runCtx runs cmd on s, closing s when ctx ends first.
+func runCtx(ctx context.Context, s interface {
+	Run(string) error
+	Close() error
+}, cmd string) error {
+	stop := context.AfterFunc(ctx, func() { s.Close() })
+	defer stop()
+	err := s.Run(cmd)
+	s.Close()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// sftp opens an SFTP client on the connection.
+func (c *Conn) sftp() (*sftp.Client, error) {
+	sc, err := sftp.NewClient(c.Client, sftp.UseConcurrentWrites(true))
+	if err != nil {
+		return nil, fmt.Errorf("sftp: %w", err)
+	}
+	return sc, nil
+}
+
+// SFTP opens an SFTP client on the connection; the caller closes it.
+func (c *Conn) SFTP() (*sftp.Client, error) { return c.sftp() }
+
+// cacheDir is the remote kernel cache: dir as set ("~/..." and relative paths under the
+// home), or ~/.cache/paddock/kernel.
+func cacheDir(dir, home string) string {
+	switch {
+	case dir == "":
+		return path.Join(home, ".cache", "paddock", "kernel")
+	case dir == "~":
+		return home
+	case strings.HasPrefix(dir, "~/"):
+		return path.Join(home, dir[2:])
+	case !path.IsAbs(dir):
+		return path.Join(home, dir)
+	}
+	return path.Clean(dir)
+}
+
+// upload puts the kernel at local (whose content hash is sum) into the box's cache, once:
+// the name holds the hash, so a file there is that kernel; a new one is written to a
+// temporary name and renamed into place, so no session ever sees a part of one.
+func (c *Conn) upload(ctx context.Context, b *box, local, sum, cache string) (string, error) {
+	c.boxMu.Lock()
+	defer c.boxMu.Unlock()
+	if p, ok := b.kernels[sum]; ok {
+		return p, nil
+	}
+	fail := func(err error) (string, error) {
+		if lost := c.Lost(); lost != nil {
+			return "", lost
+		}
+		return "", &Error{Code: CodeBox, Host: c.Target.Name, Err: err}
+	}
+	dir := cacheDir(cache, b.home)
+	remote := path.Join(dir, "paddock-kernel-"+sum[:32])
+	sc, err := c.sftp()
+	if err != nil {
+		return fail(err)
+	}
+	defer sc.Close()
+	stop := context.AfterFunc(ctx, func() { sc.Close() })
+	defer stop()
+	li, err := os.Stat(local)
+	if err != nil {
+		return fail(err)
+	}
+	if ri, err := sc.Stat(remote); err == nil && ri.Mode().IsRegular() && ri.Size() == li.Size() && ri.Mode()&0o100 != 0 {
+		b.kernels[sum] = remote
+		return remote, nil
+	}
+	if err := sc.MkdirAll(dir); err != nil {
+		return fail(fmt.Errorf("kernel cache %s: %w", dir, err))
+	}
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	tmp := remote + ".tmp-" + hex.EncodeToString(rnd[:])
+	f, err := sc.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		return fail(fmt.Errorf("kernel cache %s: %w", dir, err))
+	}
+	src, err := os.Open(local)
+	if err != nil {
+		f.Close()
+		sc.Remove(tmp)
+		return fail(err)
+	}
+	_, err = f.ReadFrom(src)
+	src.Close()
+	if err == nil {
+		err = f.Chmod(0o755)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = sc.PosixRename(tmp, remote)
+		if err != nil {
+			err = sc.Rename(tmp, remote)
+		}
+	}
+	if err != nil {
+		sc.Remove(tmp)
+		if ctx.Err() != nil {
+			return fail(ctx.Err())
+		}
+		return fail(fmt.Errorf("upload the kernel to %s: %w", remote, err))
+	}
+	b.kernels[sum] = remote
+	return remote, nil
+}
+
+// hashFile returns the hex SHA-256 of a file's content.
+func hashFile(name string) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+var errNoKernel = errors.New("no kernel binary")
