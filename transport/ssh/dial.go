@@ -109,11 +109,10 @@ func (d *Dialer) dial(ctx context.Context, t *Target) (*Conn, error) {
 	if err != nil {
 		return fail(CodeConfig, err)
 	}
+	// With no key at all the handshake still runs: the host key is checked first, and the
+	// server's refusal is the auth error.
 	auth, closeAuth := d.auth(t)
 	defer closeAuth()
-	if len(auth) == 0 {
-		return fail(CodeAuth, errors.New("no ssh agent and no readable identity file without a passphrase"))
-	}
 	cfg := &xssh.ClientConfig{
 		User:              t.User,
 		Auth:              auth,
@@ -156,6 +155,9 @@ func (d *Dialer) dial(ctx context.Context, t *Target) (*Conn, error) {
 		case errors.As(err, &ne) && ne.Timeout():
 			return fail(CodeConnectTimeout, errors.New("no ssh handshake within the connect timeout"))
 		case strings.Contains(err.Error(), "unable to authenticate"):
+			if len(auth) == 0 {
+				err = errors.New("no ssh agent and no identity file that needs no passphrase")
+			}
 			return fail(CodeAuth, err)
 		case errors.Is(err, io.EOF):
 			return fail(CodeUnreachable, errors.New("the server closed the connection during the handshake"))

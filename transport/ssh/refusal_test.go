@@ -1,0 +1,292 @@
+package ssh_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	xssh "golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/ssh"
+	"github.com/paddockhq/paddock/transport/ssh/sshtest"
+)
+
+func wantCode(t *testing.T, err error, code string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error; want %s", code)
+	}
+	if !errors.Is(err, &ssh.Error{Code: code}) {
+		t.Fatalf("error %v (code %q); want code %s", err, ssh.CodeOf(err), code)
+	}
+}
+
+func TestHostKeyUnknownRefused(t *testing.T) {
+	srv := sshtest.Start(t)
+	empty := filepath.Join(t.TempDir(), "known_hosts")
+	os.WriteFile(empty, nil, 0o600)
+	d := srv.Dialer()
+	d.KnownHosts = []string{empty}
+	_, err := d.Dial(context.Background(), sshtest.Alias)
+	wantCode(t, err, ssh.CodeHostKeyUnknown)
+
+	// No known_hosts file at all: every key is unknown, never accepted.
+	d.KnownHosts = []string{filepath.Join(t.TempDir(), "missing")}
+	_, err = d.Dial(context.Background(), sshtest.Alias)
+	wantCode(t, err, ssh.CodeHostKeyUnknown)
+}
+
+func TestHostKeyChangedRefused(t *testing.T) {
+	srv := sshtest.Start(t)
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	pub, _ := xssh.NewPublicKey(other.Public())
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	os.WriteFile(kh, []byte(srv.KnownHostsLine(pub)), 0o600)
+	d := srv.Dialer()
+	d.KnownHosts = []string{kh}
+	_, err := d.Dial(context.Background(), sshtest.Alias)
+	wantCode(t, err, ssh.CodeHostKeyChanged)
+
+	// The right key, known through a hashed entry, is accepted.
+	d.KnownHosts = []string{srv.KnownHosts}
+	c, err := d.Dial(context.Background(), sshtest.Alias)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}
+
+func TestKeyRefusedByServer(t *testing.T) {
+	srv := sshtest.Start(t)
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	b, _ := xssh.MarshalPrivateKey(priv, "")
+	id := filepath.Join(t.TempDir(), "id_other")
+	os.WriteFile(id, pem.EncodeToMemory(b), 0o600)
+	cfg := filepath.Join(t.TempDir(), "config")
+	os.WriteFile(cfg, []byte(strings.ReplaceAll(readFile(t, srv.Config), srv.Identity, id)), 0o600)
+	d := srv.Dialer()
+	d.ConfigFile = cfg
+	_, err := d.Dial(context.Background(), sshtest.Alias)
+	wantCode(t, err, ssh.CodeAuth)
+
+	// A key with a passphrase is never prompted for: with no agent it is no key at all.
+	enc, _ := xssh.MarshalPrivateKeyWithPassphrase(priv, "", []byte("secret"))
+	os.WriteFile(id, pem.EncodeToMemory(enc), 0o600)
+	_, err = d.Dial(context.Background(), sshtest.Alias)
+	wantCode(t, err, ssh.CodeAuth)
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestAgentKeys(t *testing.T) {
+	srv := sshtest.Start(t)
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	kr := agent.NewKeyring()
+	priv := readPrivate(t, srv.Identity)
+	if err := kr.Add(agent.AddedKey{PrivateKey: priv}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { agent.ServeAgent(kr, c); c.Close() }()
+		}
+	}()
+	// The configuration names no identity file the client can read: only the agent's key.
+	cfg := filepath.Join(t.TempDir(), "config")
+	os.WriteFile(cfg, []byte(strings.ReplaceAll(strings.ReplaceAll(readFile(t, srv.Config), "IdentityFile "+srv.Identity, "IdentityFile none"), "IdentitiesOnly yes", "")), 0o600)
+	d := srv.Dialer()
+	d.ConfigFile, d.AgentSocket = cfg, sock
+	c, err := d.Dial(context.Background(), sshtest.Alias)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	d.AgentSocket = "none"
+	_, err = d.Dial(context.Background(), sshtest.Alias)
+	wantCode(t, err, ssh.CodeAuth)
+}
+
+func readPrivate(t *testing.T, name string) any {
+	t.Helper()
+	k, err := xssh.ParseRawPrivateKey([]byte(readFile(t, name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// A host that accepts the TCP connection but never speaks is refused when the connect
+// timeout ends, not later.
+func TestNoAnswerWithinTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c) // never answers
+		}
+	}()
+	d := &ssh.Dialer{ConfigFile: "none", AgentSocket: "none", Timeout: 500 * time.Millisecond, KnownHosts: []string{"/dev/null"}}
+	start := time.Now()
+	_, err = d.Dial(context.Background(), l.Addr().String())
+	wantCode(t, err, ssh.CodeConnectTimeout)
+	if el := time.Since(start); el > 3*time.Second {
+		t.Fatalf("refused after %v; the timeout is 500ms", el)
+	}
+	// The context's end is a timeout too.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	d.Timeout = time.Minute
+	start = time.Now()
+	_, err = d.Dial(ctx, l.Addr().String())
+	wantCode(t, err, ssh.CodeConnectTimeout)
+	if el := time.Since(start); el > 3*time.Second {
+		t.Fatalf("refused after %v; the context ended at 200ms", el)
+	}
+
+	// Nothing listening: unreachable.
+	l2, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l2.Addr().String()
+	l2.Close()
+	_, err = d.Dial(context.Background(), addr)
+	wantCode(t, err, ssh.CodeUnreachable)
+}
+
+// kernelProcs lists live processes running a kernel from dir.
+func kernelProcs(dir string) []int {
+	var out []int
+	for pid, p := range sshtest.Procs() {
+		if strings.HasPrefix(p.Exe, dir+"/") {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func startKernel(t *testing.T, b *box, dir string) transport.Kernel {
+	t.Helper()
+	k, err := b.tr.Start(context.Background(), transport.Spec{
+		Kernel: kernelPath(t), Cwd: dir, Env: []string{"PATH=/usr/bin:/bin"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// A server killed mid-session ends the session with a typed error within the timeout, and
+// leaves no kernel process and no goroutine behind.
+func TestServerKilledMidSession(t *testing.T) {
+	base := runtime.NumGoroutine()
+	b := newBox(t)
+	b.pool.Dialer.KeepAlive = 200 * time.Millisecond
+	b.pool.Dialer.Timeout = time.Second
+	dir := t.TempDir()
+	s := b.open(t, dir)
+	k := startKernel(t, b, dir)
+	if res, err := s.Bash(context.Background(), "true"); err != nil || res.End.Status != 0 {
+		t.Fatal(err, res)
+	}
+	eventually(t, 5*time.Second, "two kernels running", func() bool { return len(kernelProcs(b.cache)) == 2 })
+	start := time.Now()
+	if n := b.srv.Kill(); n < 2 {
+		t.Fatalf("killed %d sshd processes; want the listener and the connection's", n)
+	}
+	werr := make(chan error, 1)
+	go func() { werr <- k.Wait() }()
+	select {
+	case err := <-werr:
+		wantCode(t, err, ssh.CodeConnectionLost)
+	case <-time.After(3 * time.Second):
+		t.Fatal("the kernel's Wait did not end within 3s of the server's death")
+	}
+	_, err := io.ReadAll(k.Stdout())
+	wantCode(t, err, ssh.CodeConnectionLost)
+	// The session: the call fails at once (the kernel is gone), the next cannot reconnect.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = s.Bash(ctx, "true")
+	if err == nil {
+		t.Fatal("a call on a session whose server died succeeded")
+	}
+	_, err = s.Bash(ctx, "true")
+	wantCode(t, err, ssh.CodeUnreachable)
+	if el := time.Since(start); el > 4*time.Second {
+		t.Fatalf("the session took %v to fail", el)
+	}
+	k.Kill()
+	s.Close()
+	eventually(t, 5*time.Second, "kernel processes left on the box", func() bool { return len(kernelProcs(b.cache)) == 0 })
+	b.pool.Close()
+	eventually(t, 5*time.Second, "goroutines left", func() bool { return runtime.NumGoroutine() <= base+2 })
+}
+
+// A server that stops answering (stopped, not closed: the connection stays up) is found out
+// by the keepalives within the timeout.
+func TestServerStopsAnswering(t *testing.T) {
+	b := newBox(t)
+	b.pool.Dialer.KeepAlive = 200 * time.Millisecond
+	b.pool.Dialer.Timeout = time.Second
+	dir := t.TempDir()
+	k := startKernel(t, b, dir)
+	t.Cleanup(func() { b.srv.Signal(syscall.SIGCONT) })
+	b.srv.Signal(syscall.SIGSTOP)
+	werr := make(chan error, 1)
+	go func() { werr <- k.Wait() }()
+	select {
+	case err := <-werr:
+		wantCode(t, err, ssh.CodeConnectionLost)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the kernel's Wait did not end within 5s of the server stopping")
+	}
+	b.srv.Signal(syscall.SIGCONT)
+	k.Kill()
+}

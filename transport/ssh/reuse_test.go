@@ -1,0 +1,103 @@
+package ssh_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/transport/ssh"
+)
+
+// Sessions on one box share one connection; the kernel is uploaded once per content hash
+// and reused by later sessions, even on a new connection.
+func TestConnectionSharedKernelUploadedOnce(t *testing.T) {
+	b := newBox(t)
+	dir := t.TempDir()
+	s1 := b.open(t, dir)
+	s2 := b.open(t, dir)
+	for _, s := range [](func() error){
+		func() error { _, err := s1.Bash(context.Background(), "true"); return err },
+		func() error { _, err := s2.Bash(context.Background(), "true"); return err },
+	} {
+		if err := s(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := b.pool.Conns(); n != 1 {
+		t.Fatalf("%d connections for two sessions on one box; want 1", n)
+	}
+	ents, err := os.ReadDir(b.cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 || !strings.HasPrefix(ents[0].Name(), "paddock-kernel-") {
+		t.Fatalf("kernel cache holds %v; want one kernel", ents)
+	}
+	kpath := filepath.Join(b.cache, ents[0].Name())
+	before, _ := os.Stat(kpath)
+	if before.Mode().Perm()&0o100 == 0 {
+		t.Fatalf("kernel mode %v", before.Mode())
+	}
+
+	// A new pool (a new connection, a new host process) finds the kernel there.
+	pool2 := &ssh.Pool{Dialer: b.srv.Dialer(), Idle: -1}
+	defer pool2.Close()
+	tr2 := &ssh.Transport{Host: b.tr.Host, Pool: pool2, KernelCache: b.tr.KernelCache, Kernels: b.tr.Kernels}
+	b2 := &box{srv: b.srv, pool: pool2, tr: tr2, cache: b.cache}
+	s3 := b2.open(t, dir)
+	if _, err := s3.Bash(context.Background(), "true"); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.Stat(kpath)
+	if !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
+		t.Fatal("the kernel was uploaded again")
+	}
+	ents, _ = os.ReadDir(b.cache)
+	if len(ents) != 1 {
+		t.Fatalf("kernel cache holds %d files after reuse (a temporary left?)", len(ents))
+	}
+}
+
+// Closing a session (the kernel's stdin) ends the kernel and every process group it
+// started, even one that left its group for a session of its own.
+func TestCloseEndsKernelAndGroups(t *testing.T) {
+	b := newBox(t)
+	dir := t.TempDir()
+	s := b.open(t, dir)
+	res, err := s.Bash(context.Background(), "sh -c 'setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!; sleep 301 </dev/null >/dev/null 2>&1 & echo $!'")
+	if err != nil || res.End.Status != 0 || len(res.Steps) == 0 {
+		t.Fatal(err, res)
+	}
+	var pids []int
+	for _, f := range strings.Fields(res.Steps[0].Stdout.Text) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("output %q", res.Steps[0].Stdout.Text)
+		}
+		pids = append(pids, pid)
+	}
+	if len(pids) != 2 {
+		t.Fatalf("pids %v", pids)
+	}
+	for _, pid := range pids {
+		if syscall.Kill(pid, 0) != nil {
+			t.Fatalf("sleep %d is not running before the close", pid)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the kernel's processes outlived the session", func() bool {
+		for _, pid := range pids {
+			if syscall.Kill(pid, 0) == nil {
+				return false
+			}
+		}
+		return len(kernelProcs(b.cache)) == 0
+	})
+}
