@@ -265,6 +265,25 @@ func SessionContainers(ctx context.Context, cli *client.Client, session string) 
 	return ids, nil
 }
 
+// RemoveSession removes every container of a session, whatever its state, and returns how
+// many it removed.
+func RemoveSession(ctx context.Context, cli *client.Client, session string) (int, error) {
+	ids, err := SessionContainers(ctx, cli, session)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, id := range ids {
+		if err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !notFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
 func notFound(err error) bool {
 	return err != nil && (client.IsErrNotFound(err) || strings.Contains(err.Error(), "is already in progress"))
 }

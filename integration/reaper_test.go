@@ -1,0 +1,126 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/docker"
+	"github.com/paddockhq/paddock/transport/environ"
+	"github.com/paddockhq/paddock/transport/pathmap"
+)
+
+// Environment of the test binary when it plays a host process that opens a docker session
+// and waits to be killed.
+const (
+	hostModeEnv    = "PADDOCK_TEST_DOCKER_HOST" // the session's id
+	hostImageEnv   = "PADDOCK_TEST_DOCKER_IMAGE"
+	hostKernelEnv  = "PADDOCK_TEST_DOCKER_KERNEL"
+	hostWorkdirEnv = "PADDOCK_TEST_DOCKER_WORKDIR"
+)
+
+func TestMain(m *testing.M) {
+	if session := os.Getenv(hostModeEnv); session != "" {
+		os.Exit(playHost(session))
+	}
+	os.Exit(m.Run())
+}
+
+// playHost starts a kernel in a container for session, answers its ping, prints "ready"
+// and waits to be killed.
+func playHost(session string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cli, err := docker.Connect(ctx)
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	ws := os.Getenv(hostWorkdirEnv)
+	pm, err := pathmap.New(pathmap.Mount{Sandbox: "/work", Host: ws})
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	env, _ := environ.Sandbox(nil, nil, sandboxEnv, pm)
+	tr := &docker.Transport{Client: cli, Image: os.Getenv(hostImageEnv), Mounts: hostMounts(), NoReap: true}
+	k, err := tr.Start(ctx, transport.Spec{Session: session, Kernel: os.Getenv(hostKernelEnv), Env: env, Cwd: "/work", PathMap: pm})
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	if _, err := newClient(k).ping(ctx); err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	fmt.Println("ready")
+	select {}
+}
+
+// A host process killed mid-session (SIGKILL: no cleanup of its own) leaves its container;
+// the next start of the docker transport removes it, and leaves a live session's container.
+func TestReaperRemovesDeadHostsContainers(t *testing.T) {
+	cli := engine(t)
+	img := hostImage(t, cli)
+	kernel := kernelBinary(t)
+	ctx := testContext(t)
+	dead := randomName("reaper-dead-")
+	t.Cleanup(func() { removeSession(cli, dead) })
+
+	host := exec.Command(os.Args[0], "-test.run=^$")
+	host.Env = append(os.Environ(), hostModeEnv+"="+dead, hostImageEnv+"="+img, hostKernelEnv+"="+kernel, hostWorkdirEnv+"="+t.TempDir())
+	out, err := host.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("the host process said %q, %v", line, err)
+	}
+	if ids, err := docker.SessionContainers(ctx, cli, dead); err != nil || len(ids) != 1 {
+		t.Fatalf("the live host's session has containers %v, %v; want one", ids, err)
+	}
+	host.Process.Signal(syscall.SIGKILL)
+	host.Wait()
+	// Its container is left (running, or ended and not removed): nobody cleaned up.
+	if ids, err := docker.SessionContainers(ctx, cli, dead); err != nil || len(ids) != 1 {
+		t.Fatalf("after the host's death its session has containers %v, %v; want its leftover", ids, err)
+	}
+
+	// This process's own session: alive, so the reaper must leave it.
+	s, _ := dockerSession(t, ctx, cli, img, docker.Hardening{}, nil)
+	live, err := docker.SessionContainers(ctx, cli, s.ID())
+	if err != nil || len(live) != 1 {
+		t.Fatalf("the live session has containers %v, %v", live, err)
+	}
+	if ids, err := docker.SessionContainers(ctx, cli, dead); err != nil || len(ids) != 0 {
+		t.Fatalf("after a new start the dead host's session still has containers %v, %v", ids, err)
+	}
+	// A second reap finds nothing more, and the live session still answers.
+	if n, err := docker.Reap(ctx, cli); err != nil || n != 0 {
+		t.Fatalf("a second reap removed %d, %v", n, err)
+	}
+	if _, err := s.Ping(ctx); err != nil {
+		t.Fatalf("the live session after the reaper: %v", err)
+	}
+}
+
+// removeSession removes what a test's session may have left.
+func removeSession(cli *client.Client, session string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	docker.RemoveSession(ctx, cli, session)
+}

@@ -1,0 +1,204 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/paddockhq/paddock/transport/pathmap"
+)
+
+// fsFixture is a workspace mounted at /work, a data directory mounted read-only at /data
+// (not a workspace root), and a directory no mount holds.
+type fsFixture struct {
+	ws, data, out string
+	h             map[string]Handler
+}
+
+func newFSFixture(t *testing.T) *fsFixture {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fsFixture{ws: filepath.Join(base, "ws"), data: filepath.Join(base, "data"), out: filepath.Join(base, "out")}
+	for _, d := range []string{f.ws, f.data, f.out, filepath.Join(f.ws, "sub"), filepath.Join(f.ws, ".git")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		filepath.Join(f.ws, "a.txt"):        "alpha\n",
+		filepath.Join(f.ws, "sub", "b"):     "beta\n",
+		filepath.Join(f.data, "d.txt"):      "data\n",
+		filepath.Join(f.out, "secret"):      "outside\n",
+		filepath.Join(f.ws, ".git", "HEAD"): "ref: refs/heads/main\n",
+	}
+	for p, body := range files {
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(f.ws, "bin"), []byte{0xff, 0x00, 0xfe}, 0o600)
+	os.Symlink("sub/b", filepath.Join(f.ws, "link"))
+	os.Symlink(filepath.Join(f.out, "secret"), filepath.Join(f.ws, "escape"))
+	os.Symlink("loop", filepath.Join(f.ws, "loop"))
+	pm, err := pathmap.New(pathmap.Mount{Sandbox: "/work", Host: f.ws}, pathmap.Mount{Sandbox: "/data", Host: f.data, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.h = FSHandlers(FSConfig{PathMap: pm, Roots: []string{f.ws}, MaxRead: 64})
+	return f
+}
+
+func (f *fsFixture) call(typ string, body any) (*FSReply, error) {
+	b, _ := json.Marshal(body)
+	res, err := f.h[typ](context.Background(), HostRequest{ID: "1", Type: typ, Body: b})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*FSReply), nil
+}
+
+func TestFSRead(t *testing.T) {
+	f := newFSFixture(t)
+	for _, tc := range []struct {
+		path, want, wantPath string
+	}{
+		{"/work/a.txt", "alpha\n", "/work/a.txt"},
+		{"/work/sub/../a.txt", "alpha\n", "/work/a.txt"},
+		{"/work/link", "beta\n", "/work/sub/b"}, // the reply names where the file really is
+	} {
+		r, err := f.call(TypeFSRead, FSReadRequest{Path: tc.path})
+		if err != nil {
+			t.Errorf("read %s: %v", tc.path, err)
+			continue
+		}
+		if r.Content != tc.want || r.Path != tc.wantPath || r.Size != int64(len(tc.want)) || r.Encoding != "" {
+			t.Errorf("read %s = %+v, want %q at %s", tc.path, r, tc.want, tc.wantPath)
+		}
+	}
+	r, err := f.call(TypeFSRead, FSReadRequest{Path: "/work/bin"})
+	if err != nil || r.Encoding != "base64" || r.Content != base64.StdEncoding.EncodeToString([]byte{0xff, 0x00, 0xfe}) {
+		t.Errorf("binary read = %+v, %v", r, err)
+	}
+}
+
+// Every refusal is typed, and its message never holds a host path.
+func TestFSRefusals(t *testing.T) {
+	f := newFSFixture(t)
+	os.WriteFile(filepath.Join(f.ws, "big"), make([]byte, 65), 0o644)
+	for _, tc := range []struct {
+		typ  string
+		body any
+		code string
+	}{
+		{TypeFSRead, FSReadRequest{Path: "/etc/passwd"}, FSOutside},
+		{TypeFSRead, FSReadRequest{Path: "a.txt"}, FSOutside},
+		{TypeFSRead, FSReadRequest{Path: "~/a.txt"}, FSOutside},
+		{TypeFSRead, FSReadRequest{Path: "/work/../../etc/passwd"}, FSOutside},
+		{TypeFSRead, FSReadRequest{Path: "/work/escape"}, FSEscapes},
+		{TypeFSRead, FSReadRequest{Path: "/work/loop"}, FSLoop},
+		{TypeFSRead, FSReadRequest{Path: "/work/a\x00b"}, FSInvalid},
+		{TypeFSRead, FSReadRequest{Path: ""}, FSBadRequest},
+		{TypeFSRead, FSReadRequest{Path: "/work/none"}, FSNotFound},
+		{TypeFSRead, FSReadRequest{Path: "/work/sub"}, FSIsDir},
+		{TypeFSRead, FSReadRequest{Path: "/work/big"}, FSTooLarge},
+		{TypeFSRead, FSReadRequest{Path: "/data/d.txt"}, FSNotAllowed}, // under a mount, not a root
+		{TypeFSRead, json.RawMessage(`{"path": 3}`), FSBadRequest},
+		{TypeFSWrite, FSWriteRequest{Path: "/data/new", Content: "x"}, FSReadOnly},
+		{TypeFSWrite, FSWriteRequest{Path: "/work/.git/config", Content: "x"}, FSNotAllowed},
+		{TypeFSWrite, FSWriteRequest{Path: "/work/escape", Content: "x"}, FSEscapes},
+		{TypeFSWrite, FSWriteRequest{Path: "/tmp/x", Content: "x"}, FSOutside},
+		{TypeFSWrite, FSWriteRequest{Path: "/work/no/dir/x", Content: "x"}, FSNoParent},
+		{TypeFSWrite, FSWriteRequest{Path: "/work/sub", Content: "x"}, FSIsDir},
+		{TypeFSWrite, FSWriteRequest{Path: "/work/x", Content: "!", Encoding: "base64"}, FSBadRequest},
+		{TypeFSWrite, FSWriteRequest{Path: "/work/x", Content: "x", Encoding: "utf-16"}, FSBadRequest},
+	} {
+		_, err := f.call(tc.typ, tc.body)
+		var c Coded
+		if !errors.As(err, &c) || c.Code() != tc.code {
+			t.Errorf("%s %v: %v, want code %s", tc.typ, tc.body, err, tc.code)
+			continue
+		}
+		for _, host := range []string{f.ws, f.data, f.out} {
+			if strings.Contains(err.Error(), host) {
+				t.Errorf("%s %v: the message %q holds a host path", tc.typ, tc.body, err)
+			}
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.out, "secret")); string(b) != "outside\n" {
+		t.Errorf("a refused write changed a file outside: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, ".git", "config")); err == nil {
+		t.Errorf("a refused write made .git/config")
+	}
+}
+
+func TestFSWrite(t *testing.T) {
+	f := newFSFixture(t)
+	r, err := f.call(TypeFSWrite, FSWriteRequest{Path: "/work/sub/new.txt", Content: "new\n"})
+	if err != nil || r.Path != "/work/sub/new.txt" || r.Size != 4 {
+		t.Fatalf("write = %+v, %v", r, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "sub", "new.txt")); string(b) != "new\n" {
+		t.Errorf("the host file holds %q", b)
+	}
+	// Through a link inside the workspace: the link's target changes, the reply says which.
+	r, err = f.call(TypeFSWrite, FSWriteRequest{Path: "/work/link", Content: "BETA"})
+	if err != nil || r.Path != "/work/sub/b" {
+		t.Fatalf("write through a link = %+v, %v", r, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "sub", "b")); string(b) != "BETA" {
+		t.Errorf("the link's target holds %q", b)
+	}
+	if fi, _ := os.Lstat(filepath.Join(f.ws, "link")); fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced by a file")
+	}
+	// Binary content, and the file's mode kept.
+	r, err = f.call(TypeFSWrite, FSWriteRequest{Path: "/work/bin", Content: base64.StdEncoding.EncodeToString([]byte{0xff, 2, 0}), Encoding: "base64"})
+	if err != nil || r.Size != 3 {
+		t.Fatalf("binary write = %+v, %v", r, err)
+	}
+	if fi, _ := os.Stat(filepath.Join(f.ws, "bin")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600 kept", fi.Mode().Perm())
+	}
+	back, err := f.call(TypeFSRead, FSReadRequest{Path: "/work/bin"})
+	if err != nil || back.Encoding != "base64" || back.Content != base64.StdEncoding.EncodeToString([]byte{0xff, 2, 0}) {
+		t.Errorf("read back %+v, %v", back, err)
+	}
+}
+
+// A guard decides; its refusal reaches the agent with its code, and nothing is touched.
+func TestFSGuard(t *testing.T) {
+	f := newFSFixture(t)
+	pm, _ := pathmap.New(pathmap.Mount{Sandbox: "/work", Host: f.ws})
+	var seen []FSOp
+	h := FSHandlers(FSConfig{PathMap: pm, Guard: func(_ context.Context, op FSOp) error {
+		seen = append(seen, op)
+		if op.Write {
+			return &FSError{Reason: FSNeedsYes, Detail: "a write asks"}
+		}
+		return nil
+	}})
+	f.h = h
+	if _, err := f.call(TypeFSRead, FSReadRequest{Path: "/work/link"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.call(TypeFSWrite, FSWriteRequest{Path: "/work/a.txt", Content: "changed"})
+	if !errors.Is(err, &FSError{Reason: FSNeedsYes}) {
+		t.Fatalf("a guarded write: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "a.txt")); string(b) != "alpha\n" {
+		t.Errorf("a refused write changed the file: %q", b)
+	}
+	want := []FSOp{{Sandbox: "/work/link", Host: filepath.Join(f.ws, "sub", "b")}, {Write: true, Sandbox: "/work/a.txt", Host: filepath.Join(f.ws, "a.txt")}}
+	if len(seen) != 2 || seen[0] != want[0] || seen[1] != want[1] {
+		t.Errorf("the guard saw %+v, want %+v (real host paths)", seen, want)
+	}
+}
