@@ -58,9 +58,22 @@ func Skip(t testing.TB, reason string) {
 	t.Skip(reason)
 }
 
+// Options change the server Start makes.
+type Options struct {
+	// User is the user that logs in; "": the test's own. Another user needs the test to run
+	// as root.
+	User string
+}
+
 // Start starts a server for the test; it is stopped, with every process it started, when
 // the test ends. It skips the test (see Skip) when sshd cannot run here.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith starts a server with options.
+func StartWith(t testing.TB, o Options) *Server {
 	t.Helper()
 	if _, err := os.Stat(Sshd); err != nil {
 		Skip(t, "no OpenSSH server ("+Sshd+"); install Debian's openssh-server")
@@ -82,6 +95,15 @@ func Start(t testing.TB) *Server {
 	os.Chmod(dir, 0o755)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	s := &Server{Dir: dir, User: u.Username}
+	if o.User != "" && o.User != u.Username {
+		if u.Uid != "0" {
+			Skip(t, "logging in as "+o.User+" needs the test to run as root")
+		}
+		if _, err := user.Lookup(o.User); err != nil {
+			Skip(t, "no user "+o.User+" on this machine")
+		}
+		s.User = o.User
+	}
 	var hostPriv, userPriv ed25519.PrivateKey
 	if s.HostKey, hostPriv, err = newKey(); err != nil {
 		t.Fatal(err)
