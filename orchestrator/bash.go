@@ -10,12 +10,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/paddockhq/paddock/orchestrator/output"
+	"github.com/paddockhq/paddock/policy"
 	"github.com/paddockhq/paddock/script"
 	"github.com/paddockhq/paddock/transport/wire"
 )
@@ -31,15 +33,13 @@ type Step struct {
 	Script    *script.Script
 	Node      *syntax.Stmt // the step's statement (nil for a shell step)
 	Command   string       // the step as shown to a person
+
+	words []string // each redirection's target as the script wrote it, for the kernel
 }
 
 // Redirect is one redirection of a step. Op is <, >, >>, >& (Path holds the target
 // descriptor) or &>.
-type Redirect struct {
-	FD   int    `json:"fd"`
-	Op   string `json:"op"`
-	Path string `json:"path"`
-}
+type Redirect = policy.Redirect
 
 // Verdict is a gatekeeper's answer for one step.
 type Verdict struct {
@@ -59,6 +59,11 @@ type Call struct {
 	Script string
 	// Live, when set, gets every output chunk as it is produced (step index, fd 1 or 2).
 	Live func(step, fd int, data []byte)
+	// Budget is how long the call blocks before it settles detached, its script going on
+	// as a job; 0: the session's budget; below 0: no limit.
+	Budget time.Duration
+	// Artifact, when set, is a file (created 0600) that receives every byte of output.
+	Artifact string
 }
 
 // RefusedStatus is the exit status of a script refused at a step.
@@ -73,6 +78,22 @@ func (s *Session) Bash(ctx context.Context, src string) (*Result, error) {
 // expanded on the host, decided, and run in the sandbox; outside it the whole script is
 // one step run by bash -c. A refused step stops the script there.
 func (s *Session) Run(ctx context.Context, call Call) (*Result, error) {
+	budget := call.Budget
+	if budget == 0 {
+		budget = s.cfg.Budget
+	}
+	if budget < 0 || (budget == 0 && call.Artifact == "") {
+		r, err := s.newRunner(call)
+		if err != nil {
+			return nil, err
+		}
+		return r.run(ctx)
+	}
+	return s.runBudgeted(ctx, call, budget)
+}
+
+// newRunner parses a call's script and prepares its state.
+func (s *Session) newRunner(call Call) (*runner, error) {
 	sc, err := script.Parse(call.Script)
 	if err != nil {
 		return nil, err
@@ -88,23 +109,29 @@ func (s *Session) Run(ctx context.Context, call Call) (*Result, error) {
 		}
 	}
 	r.setVar("PWD", r.cwd, true)
+	return r, nil
+}
+
+// run runs the script to its end.
+func (r *runner) run(ctx context.Context) (*Result, error) {
 	var stop bool
-	if sc.Grammar == script.Exec {
+	var err error
+	if r.sc.Grammar == script.Exec {
 		stop, err = r.shell(ctx)
 	} else {
-		for _, st := range sc.File.Stmts {
+		for _, st := range r.sc.File.Stmts {
 			if stop, err = r.stmt(ctx, st); stop || err != nil {
 				break
 			}
 		}
 	}
 	if err != nil {
-		return r.res, err
+		return r.snapshot(), err
 	}
 	if !stop {
-		r.res.End = End{Kind: Finished, Status: r.status}
+		r.setEnd(End{Kind: Finished, Status: r.status})
 	}
-	return r.res, nil
+	return r.snapshot(), nil
 }
 
 // runner is the state of one call: working directory, variables, last status. cd and
@@ -117,7 +144,44 @@ type runner struct {
 	cwd    string
 	vars   map[string]expand.Variable
 	status int
-	res    *Result
+
+	mu      sync.Mutex
+	res     *Result    // guarded by mu
+	running []liveStep // guarded by mu: the steps of the pipeline running now
+}
+
+// liveStep is a step whose output is still coming.
+type liveStep struct {
+	res  StepResult
+	outs [2]*output.Window
+}
+
+func (r *runner) addStep(res StepResult) {
+	r.mu.Lock()
+	r.res.Steps = append(r.res.Steps, res)
+	r.mu.Unlock()
+}
+
+func (r *runner) setEnd(e End) {
+	r.mu.Lock()
+	r.res.End = e
+	r.mu.Unlock()
+}
+
+// snapshot is the result so far: the steps that ended, then those still running with their
+// output so far.
+func (r *runner) snapshot() *Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := *r.res
+	res.Steps = slices.Clone(r.res.Steps)
+	for _, l := range r.running {
+		st := l.res
+		st.Running = true
+		st.Stdout, st.Stderr = l.outs[0].Snapshot(), l.outs[1].Snapshot()
+		res.Steps = append(res.Steps, st)
+	}
+	return &res
 }
 
 // stmt runs one statement of the grammar: a list, a pipeline or one command. stop reports
@@ -156,8 +220,8 @@ func (r *runner) pipeline(ctx context.Context, parts []*syntax.Stmt) (stop bool,
 		if err != nil {
 			// An expansion error fails the pipeline as a shell fails the command.
 			res := StepResult{Index: r.index[st], Command: r.sc.Source[st.Pos().Offset():st.End().Offset()], Status: 1}
-			res.Stderr = textSnapshot(fmt.Sprintf("bash: line %d: %v\n", st.Pos().Line(), err))
-			r.res.Steps = append(r.res.Steps, res)
+			res.Stderr = output.Whole(fmt.Sprintf("bash: line %d: %v\n", st.Pos().Line(), err))
+			r.addStep(res)
 			r.status = 1
 			return false, nil
 		}
@@ -182,14 +246,11 @@ func (r *runner) pipeline(ctx context.Context, parts []*syntax.Stmt) (stop bool,
 }
 
 func (r *runner) decide(ctx context.Context, step Step) Verdict {
-	if r.s.cfg.Gatekeeper == nil {
-		return Verdict{Run: true}
-	}
-	return r.s.cfg.Gatekeeper.Decide(ctx, step)
+	return r.s.gate.Decide(ctx, step)
 }
 
 func (r *runner) refuse(step Step, v Verdict) {
-	r.res.End = End{Kind: Refused, Status: RefusedStatus, Step: step.Index, Command: step.Command, Code: v.Code, Message: v.Message, Effects: v.Effects}
+	r.setEnd(End{Kind: Refused, Status: RefusedStatus, Step: step.Index, Command: step.Command, Code: v.Code, Message: v.Message, Effects: v.Effects})
 }
 
 // shell runs a script outside the grammar as one step.
@@ -257,42 +318,22 @@ func (r *runner) plan(st *syntax.Stmt) (Step, error) {
 			p = path.Join(r.cwd, p)
 		}
 		step.Redirects = append(step.Redirects, Redirect{FD: fd, Op: op, Path: p})
+		step.words = append(step.words, fields[0])
 	}
 	step.Command = showStep(step)
 	return step, nil
 }
 
 // showStep writes a step exactly as it runs: each word quoted so that bash reads it back
-// unchanged, control characters as $'…'.
+// unchanged, control characters as $'…', redirections named as the script wrote them.
 func showStep(step Step) string {
-	var words []string
-	for _, a := range step.Assigns {
-		k, v, _ := strings.Cut(a, "=")
-		words = append(words, k+"="+quote(v))
-	}
-	for _, a := range step.Argv {
-		words = append(words, quote(a))
-	}
-	for _, rd := range step.Redirects {
-		fd := ""
-		if (rd.Op == "<" && rd.FD != 0) || (rd.Op != "<" && rd.Op != "&>" && rd.FD != 1) {
-			fd = strconv.Itoa(rd.FD)
+	shown := policy.Step{Argv: step.Argv, Assigns: step.Assigns, Redirects: slices.Clone(step.Redirects)}
+	for i := range shown.Redirects {
+		if shown.Redirects[i].Op != ">&" {
+			shown.Redirects[i].Path = step.words[i]
 		}
-		target := rd.Path
-		if rd.Op != ">&" {
-			target = quote(target)
-		}
-		words = append(words, fd+rd.Op+target)
 	}
-	return strings.Join(words, " ")
-}
-
-func quote(s string) string {
-	q, err := syntax.Quote(s, syntax.LangBash)
-	if err != nil { // a NUL byte: no bash word holds one
-		return strconv.Quote(s)
-	}
-	return q
+	return shown.String()
 }
 
 // builtin runs cd, export, unset, exit and bare assignments on the host. done is false for
@@ -301,7 +342,7 @@ func (r *runner) builtin(step Step, effects []string) (done, stop bool) {
 	res := StepResult{Index: step.Index, Command: step.Command, Effects: effects}
 	errf := func(format string, args ...any) {
 		res.Status = 1
-		res.Stderr = textSnapshot(fmt.Sprintf("bash: line %d: ", step.Node.Pos().Line()) + fmt.Sprintf(format, args...) + "\n")
+		res.Stderr = output.Whole(fmt.Sprintf("bash: line %d: ", step.Node.Pos().Line()) + fmt.Sprintf(format, args...) + "\n")
 	}
 	switch {
 	case len(step.Argv) == 0: // NAME=value …
@@ -357,9 +398,9 @@ func (r *runner) builtin(step Step, effects []string) (done, stop bool) {
 			code = n & 0xff
 		}
 		res.Status = code
-		r.res.Steps = append(r.res.Steps, res)
+		r.addStep(res)
 		r.status = code
-		r.res.End = End{Kind: Exited, Status: code}
+		r.setEnd(End{Kind: Exited, Status: code})
 		return true, true
 	default:
 		return false, false
@@ -368,7 +409,7 @@ func (r *runner) builtin(step Step, effects []string) (done, stop bool) {
 		r.call.Live(step.Index, 2, []byte(res.Stderr.Text))
 	}
 	r.status = res.Status
-	r.res.Steps = append(r.res.Steps, res)
+	r.addStep(res)
 	return true, false
 }
 
@@ -378,19 +419,24 @@ func (r *runner) setVar(k, v string, exported bool) {
 
 // exec runs a pipeline in the sandbox and records each step's output and status.
 func (r *runner) exec(ctx context.Context, steps []Step, effects [][]string) error {
+	// The kernel opens redirections relative to the working directory, named as the script
+	// wrote them, so that its messages read as bash's do.
 	x := wire.Exec{Cwd: r.cwd, Env: r.environ(), Shell: steps[0].Shell}
+	if n := steps[0].Node; n != nil {
+		x.Prefix = fmt.Sprintf("bash: line %d: ", n.Pos().Line())
+	}
 	for _, st := range steps {
 		cmd := wire.Command{Argv: st.Argv, Env: st.Assigns}
-		for _, rd := range st.Redirects {
+		for i, rd := range st.Redirects {
 			switch rd.Op {
 			case "&>":
-				cmd.Redirects = append(cmd.Redirects, wire.Redirect{FD: 1, Op: wire.RedirOut, Path: rd.Path},
+				cmd.Redirects = append(cmd.Redirects, wire.Redirect{FD: 1, Op: wire.RedirOut, Path: st.words[i]},
 					wire.Redirect{FD: 2, Op: wire.RedirDup, DupFD: 1})
 			case ">&":
 				n, _ := strconv.Atoi(rd.Path)
 				cmd.Redirects = append(cmd.Redirects, wire.Redirect{FD: rd.FD, Op: wire.RedirDup, DupFD: n})
 			default:
-				cmd.Redirects = append(cmd.Redirects, wire.Redirect{FD: rd.FD, Op: rd.Op, Path: rd.Path})
+				cmd.Redirects = append(cmd.Redirects, wire.Redirect{FD: rd.FD, Op: rd.Op, Path: st.words[i]})
 			}
 		}
 		x.Commands = append(x.Commands, cmd)
@@ -399,6 +445,18 @@ func (r *runner) exec(ctx context.Context, steps []Step, effects [][]string) err
 	for i := range outs {
 		outs[i] = [2]*output.Window{output.NewWindow(r.s.cfg.Limit), output.NewWindow(r.s.cfg.Limit)}
 	}
+	live := make([]liveStep, len(steps))
+	for i, st := range steps {
+		live[i] = liveStep{res: StepResult{Index: st.Index, Command: st.Command, Effects: effects[i]}, outs: outs[i]}
+	}
+	r.mu.Lock()
+	r.running = live
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.running = nil
+		r.mu.Unlock()
+	}()
 	stream := func(step, fd int, data []byte) {
 		if step < 0 || step >= len(outs) || (fd != 1 && fd != 2) {
 			return
@@ -423,6 +481,7 @@ func (r *runner) exec(ctx context.Context, steps []Step, effects [][]string) err
 	if err := json.Unmarshal(raw, &xr); err != nil {
 		return fmt.Errorf("exec: bad reply: %w", err)
 	}
+	var done []StepResult
 	for i, st := range steps {
 		var es wire.ExitStatus
 		if i < len(xr.Statuses) {
@@ -436,13 +495,18 @@ func (r *runner) exec(ctx context.Context, steps []Step, effects [][]string) err
 			msg := fmt.Sprintf("bash: line %d: %s\n", line, strings.TrimPrefix(es.Error, "paddock-kernel: "))
 			stream(i, 2, []byte(msg))
 		}
-		r.res.Steps = append(r.res.Steps, StepResult{
+		done = append(done, StepResult{
 			Index: st.Index, Command: st.Command, Effects: effects[i],
 			Status: es.Code, Signal: es.Signal,
 			Stdout: outs[i][0].Snapshot(), Stderr: outs[i][1].Snapshot(),
 		})
 		r.status = es.Code
 	}
+	// The steps move from running to ended at one moment, for snapshots.
+	r.mu.Lock()
+	r.res.Steps = append(r.res.Steps, done...)
+	r.running = nil
+	r.mu.Unlock()
 	return nil
 }
 

@@ -12,6 +12,9 @@ const (
 	Finished = "finished" // every step it reached ran; the status is the last one's
 	Exited   = "exited"   // exit ended it
 	Refused  = "refused"  // a step was refused; it and the steps after it did not run
+	Detached = "detached" // the call's budget passed; the script goes on as job Job
+	Killed   = "killed"   // the job was killed
+	Failed   = "failed"   // the script could not go on (the kernel ended, a fault)
 )
 
 // Result is what a call of the bash tool did.
@@ -30,6 +33,7 @@ type StepResult struct {
 	Signal  string          `json:"signal,omitempty"`
 	Stdout  output.Snapshot `json:"stdout"`
 	Stderr  output.Snapshot `json:"stderr"`
+	Running bool            `json:"running,omitempty"` // a detached result's step still running
 }
 
 // End is how a script ended.
@@ -39,13 +43,9 @@ type End struct {
 	Step    int      `json:"step"`   // refused: the refused step's index
 	Command string   `json:"command,omitempty"`
 	Code    string   `json:"code,omitempty"` // refused: denied, unanswered, gateway_refused, …
+	Job     string   `json:"job,omitempty"`  // detached: the job going on
 	Message string   `json:"message,omitempty"`
 	Effects []string `json:"effects,omitempty"`
-}
-
-// textSnapshot is the snapshot of a short text the host wrote itself.
-func textSnapshot(s string) output.Snapshot {
-	return output.Snapshot{Text: s, TotalBytes: int64(len(s)), TotalLines: int64(strings.Count(s, "\n"))}
 }
 
 // String renders the result as the agent reads it: each step's command, output and status,
@@ -77,6 +77,12 @@ func (r *Result) String() string {
 // String says how the script ended, in one line.
 func (e End) String() string {
 	switch e.Kind {
+	case Detached:
+		return fmt.Sprintf("[detached: still running as job %s]", e.Job)
+	case Killed:
+		return fmt.Sprintf("[job %s killed]", e.Job)
+	case Failed:
+		return fmt.Sprintf("[failed: %s]", e.Message)
 	case Exited:
 		return fmt.Sprintf("[exited with status %d]", e.Status)
 	case Refused:

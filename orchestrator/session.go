@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/paddockhq/paddock/orchestrator/output"
 	"github.com/paddockhq/paddock/transport"
@@ -41,10 +42,22 @@ type Config struct {
 	Limit output.Limit
 	// Handlers serve host requests from programs in the sandbox, by type.
 	Handlers map[string]Handler
-	// Gatekeeper decides each step before it runs; nil runs every step.
+	// Policy decides each step: its effects, the rules, the auto set, the approval route.
+	Policy Policy
+	// Gatekeeper, when set, decides each step instead of the policy.
 	Gatekeeper Gatekeeper
+	// Budget is how long a call blocks before it settles detached and goes on as a job;
+	// 0: calls block to their end.
+	Budget time.Duration
+	// StateDir is where the session keeps its files (isolated children's clones); "": the
+	// system's temporary directory.
+	StateDir string
 	// Log receives diagnostics; nil discards them.
 	Log *slog.Logger
+
+	parent *Session // set by Spawn
+	name   string
+	child  *child
 }
 
 // Session is one open session and its kernel.
@@ -53,6 +66,18 @@ type Session struct {
 	id  string
 	log *slog.Logger
 	cwd string // the sandbox path of the workspace
+
+	parent  *Session   // nil for a root session
+	name    string     // a child's name, shown with its questions
+	child   *child     // what a child keeps of its spawn
+	clients clients    // attached clients and the questions shown to them
+	gate    Gatekeeper // decides each step
+	pgate   *policyGate
+
+	jobs jobs
+	life context.Context // ends when the session closes: the lifetime of its jobs
+	end  context.CancelFunc
+	wg   sync.WaitGroup // the jobs' goroutines
 
 	mu     sync.Mutex
 	c      *conn // guarded by mu; replaced after a protocol fault
@@ -114,9 +139,22 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 			return nil, fmt.Errorf("session: the workspace %s is under no mount of the sandbox: %w", ws, err)
 		}
 	}
-	s := &Session{cfg: cfg, id: cfg.ID, log: cfg.Log.With("session", cfg.ID), cwd: cwd}
+	s := &Session{cfg: cfg, id: cfg.ID, log: cfg.Log.With("session", cfg.ID), cwd: cwd,
+		parent: cfg.parent, name: cfg.name, child: cfg.child}
+	s.life, s.end = context.WithCancel(context.Background())
+	s.gate = cfg.Gatekeeper
+	if s.gate == nil {
+		if s.pgate, err = newPolicyGate(s, cfg.Policy); err != nil {
+			return nil, err
+		}
+		s.gate = s.pgate
+	}
 	c, err := s.start(ctx)
 	if err != nil {
+		s.end()
+		if s.pgate != nil {
+			s.pgate.close()
+		}
 		return nil, err
 	}
 	s.c = c
@@ -200,7 +238,8 @@ func (s *Session) Ping(ctx context.Context) (wire.Hello, error) {
 	return h, err
 }
 
-// Close ends the session's kernel and everything it started.
+// Close ends the session's kernel and everything it started; then an isolated child's
+// workspace is handed back to its parent (Handback has the report).
 func (s *Session) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -210,5 +249,17 @@ func (s *Session) Close() error {
 	s.closed = true
 	c := s.c
 	s.mu.Unlock()
-	return c.close()
+	for _, j := range s.Jobs() {
+		j.Kill()
+	}
+	s.end()
+	s.wg.Wait()
+	err := c.close()
+	if s.pgate != nil {
+		s.pgate.close()
+	}
+	if herr := s.handBack(context.Background()); herr != nil {
+		return herr
+	}
+	return err
 }

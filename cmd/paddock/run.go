@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,19 +10,27 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/orchestrator/output"
+	"github.com/paddockhq/paddock/prompt"
 )
 
 func init() { commands = append(commands, newRunCmd) }
+
+// runKeys binds run's flags to settings keys.
+var runKeys = map[string]string{
+	"max-bytes":    "output.bytes",
+	"max-lines":    "output.lines",
+	"keep":         "output.mode",
+	"auto-effects": "shell.autoEffects",
+}
 
 func newRunCmd() *cobra.Command {
 	var (
 		workspace string
 		asJSON    bool
-		limit     = output.Default()
-		mode      = limit.Mode
 		tf        transportFlags
 	)
 	cmd := &cobra.Command{
@@ -29,7 +38,9 @@ func newRunCmd() *cobra.Command {
 		Short: "Run a shell script in a sandbox, step by step",
 		Long: `Run opens a session in the workspace (the current directory unless --workspace names
 one), runs the script through the session's kernel and prints each step's output as it comes,
-then how the script ended. The exit status is the script's.`,
+then how the script ended. Each step is classified by the policy; a step outside the auto set
+asks the terminal (when standard input is one) and is refused as unanswered otherwise. The exit
+status is the script's (126 when a step was refused).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if workspace == "" {
@@ -39,12 +50,22 @@ then how the script ended. The exit status is the script's.`,
 				}
 				workspace = wd
 			}
-			limit.Mode = mode
+			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			cfg := orchestrator.Config{Workspace: workspace, Limit: limit}
-			notice, err := tf.configure(ctx, &cfg)
+			l, err := loadSettings(workspace, cmd.Flags(), withKeys(runKeys, transportKeys), errOut)
+			if err != nil {
+				return err
+			}
+			if err := l.Settings.Output.Validate(); err != nil {
+				return &usageError{msg: err.Error()}
+			}
+			pol, err := sessionPolicy(l)
+			if err != nil {
+				return err
+			}
+			cfg := orchestrator.Config{Workspace: workspace, Limit: l.Settings.Output, Policy: pol}
+			notice, err := tf.configure(ctx, &cfg, &l.Settings)
 			if err != nil {
 				return err
 			}
@@ -56,6 +77,13 @@ then how the script ended. The exit status is the script's.`,
 				return err
 			}
 			defer s.Close()
+			if !asJSON && term.IsTerminal(int(os.Stdin.Fd())) {
+				t := prompt.New(os.Stdin, os.Stderr, s.Answer)
+				defer s.Attach(t)()
+				tctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				go t.Run(tctx)
+			}
 			call := orchestrator.Call{Script: args[0]}
 			if !asJSON {
 				call.Live = func(_, fd int, data []byte) {
@@ -85,12 +113,14 @@ then how the script ended. The exit status is the script's.`,
 			return nil
 		},
 	}
+	def := output.Default()
 	f := cmd.Flags()
 	f.StringVarP(&workspace, "workspace", "w", "", "the session's workspace and working directory (default: the current directory)")
 	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object instead of the output")
-	f.IntVar(&limit.Bytes, "max-bytes", limit.Bytes, "bytes of each step's output kept in the result (0: all)")
-	f.IntVar(&limit.Lines, "max-lines", limit.Lines, "lines of each step's output kept in the result (0: all)")
-	f.TextVar(&mode, "keep", mode, "which end of a long output the result keeps: head or tail")
+	f.Int("max-bytes", def.Bytes, "bytes of each step's output kept in the result (0: all)")
+	f.Int("max-lines", def.Lines, "lines of each step's output kept in the result (0: all)")
+	f.String("keep", def.Mode.String(), "which end of a long output the result keeps: head or tail")
+	f.StringSlice("auto-effects", nil, "effects a step may have and still run unasked (default: every effect but secret)")
 	tf.register(f)
 	return cmd
 }

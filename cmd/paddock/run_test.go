@@ -140,6 +140,9 @@ var differential = []string{
 	`cut -c1-3 a.txt | uniq`,
 	`sh -c 'echo out; echo err >&2; exit 3'`,
 	`sh -c 'exit 300'; echo $?`,
+	`cat < nope; echo $?`,
+	`echo x > sub; echo $?`,
+	`cat a.txt > nodir/x`,
 }
 
 func TestRunDifferential(t *testing.T) {

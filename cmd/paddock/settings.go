@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/paddockhq/paddock/config"
+	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/policy"
+)
+
+// loadSettings reads the settings for a command working in workspace, binding the command's
+// flags named in keys; warnings go to w.
+func loadSettings(workspace string, fs *pflag.FlagSet, keys map[string]string, w io.Writer) (*config.Loaded, error) {
+	l, err := config.Load(config.Options{Workspace: workspace, Flags: fs, FlagKeys: keys})
+	if err != nil {
+		return nil, err
+	}
+	for _, warn := range l.Warnings {
+		fmt.Fprintln(w, "paddock: warning:", warn)
+	}
+	return l, nil
+}
+
+// sessionPolicy is the policy the settings give a session.
+func sessionPolicy(l *config.Loaded) (orchestrator.Policy, error) {
+	auto, err := policy.ParseAutoSet(l.Settings.Shell.AutoEffects)
+	if err != nil {
+		return orchestrator.Policy{}, &usageError{msg: "shell.autoEffects: " + err.Error()}
+	}
+	p := orchestrator.Policy{Auto: &auto, Settings: l.Files}
+	for i, r := range l.Settings.Shell.Rules {
+		a, err := policy.ParseRuleAction(r.Action)
+		if err != nil {
+			return orchestrator.Policy{}, &usageError{msg: fmt.Sprintf("shell.rules[%d]: %v", i, err)}
+		}
+		p.Rules = append(p.Rules, policy.ShellRule{Action: a, Prefix: strings.Fields(r.Command), Source: l.Sources["shell.rules"]})
+	}
+	return p, nil
+}
+
+// withKeys joins flag-to-key bindings.
+func withKeys(sets ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, s := range sets {
+		maps.Copy(out, s)
+	}
+	return out
+}

@@ -1,0 +1,272 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/paddockhq/paddock/policy"
+)
+
+// behaviour is what the clients of one session do with a question.
+type behaviour int
+
+const (
+	nobody        behaviour = iota // no client attached
+	approves                       // an interactive client that answers yes
+	denies                         // an interactive client that answers no
+	leaves                         // an interactive client that leaves without answering
+	gatewayAlone                   // a gateway client only
+	leavesBeside                   // an interactive client that leaves, beside a gateway
+	answersBeside                  // an interactive client that answers yes, beside a gateway
+	behaviours
+)
+
+func (b behaviour) String() string {
+	return [...]string{"nobody", "approves", "denies", "leaves", "gateway", "leaves-beside-gateway", "approves-beside-gateway"}[b]
+}
+
+// testClient plays one client.
+type testClient struct {
+	kind   ClientKind
+	s      *Session
+	answer *bool // nil: never answers
+	leave  bool
+	detach func()
+
+	mu        sync.Mutex
+	questions []Question // guarded by mu
+	settled   []string   // guarded by mu
+}
+
+func (c *testClient) Kind() ClientKind { return c.kind }
+
+func (c *testClient) Notify(e Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch e.Kind {
+	case EventQuestion:
+		c.questions = append(c.questions, *e.Question)
+		switch {
+		case c.answer != nil:
+			go c.s.Answer(e.Question.ID, Answer{Approve: *c.answer, Client: "test"})
+		case c.leave:
+			go c.detach()
+		}
+	case EventSettled:
+		c.settled = append(c.settled, e.Settled.ID)
+	}
+}
+
+func (c *testClient) asked() []Question {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Question(nil), c.questions...)
+}
+
+// attach attaches the clients of a behaviour; it returns them and their detach.
+func attach(s *Session, b behaviour) ([]*testClient, func()) {
+	yes, no := true, false
+	var cs []*testClient
+	add := func(c *testClient) {
+		c.s = s
+		c.detach = s.Attach(c)
+		cs = append(cs, c)
+	}
+	switch b {
+	case approves:
+		add(&testClient{kind: Interactive, answer: &yes})
+	case denies:
+		add(&testClient{kind: Interactive, answer: &no})
+	case leaves:
+		add(&testClient{kind: Interactive, leave: true})
+	case gatewayAlone:
+		add(&testClient{kind: Gateway})
+	case leavesBeside:
+		add(&testClient{kind: Gateway})
+		add(&testClient{kind: Interactive, leave: true})
+	case answersBeside:
+		add(&testClient{kind: Gateway})
+		add(&testClient{kind: Interactive, answer: &yes})
+	}
+	return cs, func() {
+		for _, c := range cs {
+			c.detach()
+		}
+	}
+}
+
+// modelRoute is the route as the issue states it, written apart from the code: up the
+// chain from the asking session, the first session whose client answers decides; a
+// gateway-only session (or one whose interactive clients all left beside a gateway)
+// answers by the gateway rule; a session whose clients all left passes it on; with no
+// session answering, it is unanswered. It returns the outcome and the sessions whose
+// interactive clients were shown the question.
+func modelRoute(chain []behaviour, guarded bool) (run bool, code string, shown []int) {
+	for i, b := range chain {
+		switch b {
+		case approves, answersBeside:
+			return true, "", append(shown, i)
+		case denies:
+			return false, "denied", append(shown, i)
+		case leaves:
+			shown = append(shown, i)
+		case leavesBeside, gatewayAlone:
+			if b == leavesBeside {
+				shown = append(shown, i)
+			}
+			if guarded {
+				return false, "gateway_refused", shown
+			}
+			return true, "", shown
+		}
+	}
+	return false, "unanswered", shown
+}
+
+// law: child_answered_by_root, nearest_answer_wins, unanswered_only_when_quiet, quiet_is_unanswered,
+// law: gateway_never_waits, gateway_refuses_protected, gateway_refuses_secret, gateway_runs_the_rest,
+// law: left_to_the_gateway, gateway_rules_a_subagent, never_auto_asks_the_client, held_needs_a_yes
+func TestRouteOnRealSessions(t *testing.T) {
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), []byte("KEY\n"), 0o600)
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, ".git"), 0o755)
+	os.WriteFile(filepath.Join(ws, "prog"), []byte("#!/bin/sh\necho ran\n"), 0o755)
+	auto, err := policy.ParseAutoSet([]string{"read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home}
+	root := openLocal(t, ws, Config{Env: env, Policy: Policy{Auto: &auto}})
+	ctx := context.Background()
+	child, err := root.Spawn(ctx, ChildConfig{Name: "child"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer child.Close()
+	grandchild, err := child.Spawn(ctx, ChildConfig{Name: "grandchild"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer grandchild.Close()
+	sessions := []*Session{grandchild, child, root}
+
+	steps := []struct {
+		name, script string
+		guarded      bool // protected or secret
+	}{
+		{"write", "echo x > out.txt", false},
+		{"program", "./prog", false},
+		{"protected write", "echo x > .git/config", true},
+		{"secret read", "cat " + filepath.Join(home, ".ssh", "id_ed25519"), true},
+	}
+	for depth := 1; depth <= 3; depth++ {
+		chain := sessions[3-depth:] // the asking session first, then up to the root
+		combos := 1
+		for range chain {
+			combos *= int(behaviours)
+		}
+		for n := 0; n < combos; n++ {
+			bs := make([]behaviour, len(chain))
+			for i, x := 0, n; i < len(chain); i, x = i+1, x/int(behaviours) {
+				bs[i] = behaviour(x % int(behaviours))
+			}
+			for _, st := range steps {
+				name := fmt.Sprintf("depth %d %v %s", depth, bs, st.name)
+				clients := make([][]*testClient, len(chain))
+				var detaches []func()
+				for i, s := range chain {
+					cs, d := attach(s, bs[i])
+					clients[i], detaches = cs, append(detaches, d)
+				}
+				res, err := chain[0].Bash(ctx, st.script)
+				for _, d := range detaches {
+					d()
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				run, code, shown := modelRoute(bs, st.guarded)
+				ran := res.End.Kind != Refused
+				if ran != run || (!run && res.End.Code != code) {
+					t.Fatalf("%s: ran %v (%s), want ran %v (%s)\n%s", name, ran, res.End.Code, run, code, res)
+				}
+				for i := range chain {
+					saw := 0
+					for _, c := range clients[i] {
+						for _, q := range c.asked() {
+							saw++
+							if wantName := chain[0].name; q.Subagent != wantName {
+								t.Fatalf("%s: question names subagent %q, want %q", name, q.Subagent, wantName)
+							}
+						}
+						if c.kind == Gateway && len(c.asked()) > 0 {
+							t.Fatalf("%s: a gateway was shown a question", name)
+						}
+					}
+					want := 0
+					for _, j := range shown {
+						if j == i {
+							want = 1
+						}
+					}
+					if saw != want {
+						t.Fatalf("%s: session %d shown %d questions, want %d", name, i, saw, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// A step within the auto set runs and asks no one, whoever is attached.
+// law: auto_runs_within
+func TestAutoRunsWithin(t *testing.T) {
+	s := openLocal(t, t.TempDir(), Config{})
+	c := &testClient{kind: Interactive}
+	c.s = s
+	defer s.Attach(c)()
+	res, err := s.Bash(context.Background(), "echo x > f; cat f")
+	if err != nil || res.End.Kind != Finished || len(c.asked()) != 0 {
+		t.Fatalf("%v %s, asked %v", err, res, c.asked())
+	}
+}
+
+// The first answer decides; every client is told the question is settled; a later answer
+// is refused as gone.
+func TestFirstAnswerWins(t *testing.T) {
+	auto, _ := policy.ParseAutoSet([]string{"read"})
+	s := openLocal(t, t.TempDir(), Config{Policy: Policy{Auto: &auto}})
+	yes, no := true, false
+	a := &testClient{kind: Interactive, answer: &yes}
+	b := &testClient{kind: Interactive}
+	a.s, b.s = s, s
+	defer s.Attach(a)()
+	defer s.Attach(b)()
+	res, err := s.Bash(context.Background(), "echo x > f")
+	if err != nil || res.End.Kind != Finished {
+		t.Fatalf("%v %s", err, res)
+	}
+	qs := b.asked()
+	if len(qs) != 1 {
+		t.Fatalf("b was shown %d questions", len(qs))
+	}
+	b.mu.Lock()
+	settled := strings.Join(b.settled, ",")
+	b.mu.Unlock()
+	if settled != qs[0].ID {
+		t.Fatalf("b was told %q settled, want %q", settled, qs[0].ID)
+	}
+	err = s.Answer(qs[0].ID, Answer{Approve: no})
+	var gone *GoneError
+	if !errors.As(err, &gone) || gone.Code() != "shell_approval_gone" {
+		t.Fatalf("a late answer: %v", err)
+	}
+}

@@ -1,0 +1,236 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/paddockhq/paddock/policy"
+	"github.com/paddockhq/paddock/script"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Policy is what decides a session's steps: the facts the policy judges paths by, the auto
+// set, and the trusted rules.
+type Policy struct {
+	// Context holds the path facts; nil: built from the session (its workspace and
+	// environment, the identity path map).
+	Context *policy.Context
+	// Auto is the auto set; nil: policy.DefaultAutoSet().
+	Auto *policy.AutoSet
+	// Rules are the trusted shell rules, evaluated before the auto set.
+	Rules []policy.ShellRule
+	// Settings are the settings files loaded: each is protected.
+	Settings []string
+	// AuditFile, when set, receives every verdict as a JSON line (created 0600).
+	AuditFile string
+}
+
+// policyGate is a session's own gatekeeper: the policy gives a step's effects, the rules and
+// the auto set decide, and a step that asks takes the approval route.
+type policyGate struct {
+	s     *Session
+	pctx  *policy.Context
+	auto  policy.AutoSet
+	rules []policy.ShellRule
+
+	mu           sync.Mutex
+	sessionRules []policy.ShellRule // guarded by mu: "allow for the rest of the session"
+	audit        *os.File           // guarded by mu
+}
+
+func newPolicyGate(s *Session, p Policy) (*policyGate, error) {
+	g := &policyGate{s: s, pctx: p.Context, auto: policy.DefaultAutoSet(), rules: p.Rules}
+	if p.Auto != nil {
+		g.auto = *p.Auto
+	}
+	if g.pctx == nil {
+		g.pctx = &policy.Context{Cwd: s.cwd, Env: s.cfg.Env, Roots: []string{s.cfg.Workspace}, Settings: p.Settings}
+		if s.cfg.PathMap != nil {
+			m := s.cfg.PathMap
+			g.pctx.ToHost = func(p string) (string, bool) {
+				h, err := m.ToHost(p)
+				return h, err == nil
+			}
+		}
+	}
+	if p.AuditFile != "" {
+		f, err := os.OpenFile(p.AuditFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("audit file: %w", err)
+		}
+		g.audit = f
+	}
+	return g, nil
+}
+
+// Decide gives a step its effects and decides it, asking up the chain when it must.
+func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
+	var e policy.Effects
+	var prefixes [][]string
+	if step.Shell {
+		e = policy.Check(g.pctx, step.Script).Effects
+		prefixes = partPrefixes(step.Script)
+	} else {
+		e = policy.StepEffects(g.pctx, policy.Step{Argv: step.Argv, Assigns: step.Assigns, Redirects: step.Redirects, Cwd: step.Cwd})
+		prefixes = [][]string{step.Argv}
+	}
+	g.mu.Lock()
+	rules := append(slices.Clone(g.rules), g.sessionRules...)
+	g.mu.Unlock()
+	action, rule := matchAll(rules, prefixes)
+	rec := auditRecord{Session: g.s.id, Subagent: g.s.name, Step: step.Index, Command: step.Command, Effects: e.Strings(), Rule: ruleText(rule)}
+	v := Verdict{Effects: e.Strings()}
+	switch policy.Gate(e, g.auto, action) {
+	case policy.RunNow:
+		v.Run = true
+		rec.DecidedBy, rec.Outcome = "auto", "run"
+		if action == policy.AllowRule {
+			rec.DecidedBy = "rule"
+		}
+	case policy.Refuse:
+		v.Code, v.Message = "denied", "a rule denies it: "+rule.String()
+		rec.DecidedBy, rec.Outcome = "rule", "denied"
+	default:
+		q := Question{ID: newQuestionID(), Session: g.s.id, Step: step.Index, Command: step.Command, Effects: e.Strings()}
+		if g.s.parent != nil {
+			q.Subagent = g.s.name
+		}
+		r := g.s.route(ctx, q, e)
+		v.Run, v.Code = r.Run, r.Code
+		rec.Question, rec.DecidedBy, rec.At, rec.By, rec.Outcome = q.ID, r.Outcome, r.At, r.By, r.Outcome
+		if r.Run && r.Answer.ForSession && !step.Shell && len(step.Argv) > 0 {
+			g.mu.Lock()
+			g.sessionRules = append(g.sessionRules, policy.ShellRule{Action: policy.AllowRule, Prefix: sessionPrefix(step.Argv), Source: "session"})
+			g.mu.Unlock()
+		}
+		if !v.Run {
+			v.Message = refusalGuidance(v.Code)
+		}
+	}
+	g.record(rec)
+	return v
+}
+
+// matchAll matches the rules against every command of a step: a deny or an ask of any part
+// decides; an allow only when every part is allowed.
+func matchAll(rules []policy.ShellRule, prefixes [][]string) (policy.RuleAction, *policy.ShellRule) {
+	best, which := policy.NoRule, (*policy.ShellRule)(nil)
+	allowed := 0
+	for _, p := range prefixes {
+		a, r := policy.MatchRules(rules, p)
+		if a == policy.AllowRule {
+			allowed++
+		}
+		if a > best {
+			best, which = a, r
+		}
+	}
+	if best == policy.AllowRule && allowed != len(prefixes) {
+		return policy.NoRule, nil
+	}
+	return best, which
+}
+
+// partPrefixes lists the literal leading words of every command a script holds.
+func partPrefixes(s *script.Script) [][]string {
+	var out [][]string
+	for _, st := range s.Steps {
+		out = append(out, literalWords(st))
+	}
+	return out
+}
+
+// sessionPrefix is what "allow for the rest of the session" allows: the command, and its
+// subcommand for tools that have them.
+func sessionPrefix(argv []string) []string {
+	switch argv[0] {
+	case "git", "go", "npm", "pnpm", "yarn", "cargo", "docker", "kubectl", "make", "pip", "uv":
+		if len(argv) > 1 && len(argv[1]) > 0 && argv[1][0] != '-' {
+			return slices.Clone(argv[:2])
+		}
+	}
+	return slices.Clone(argv[:1])
+}
+
+func ruleText(r *policy.ShellRule) string {
+	if r == nil {
+		return ""
+	}
+	return r.String()
+}
+
+// refusalGuidance is the next step the agent is told for each refusal.
+func refusalGuidance(code string) string {
+	switch code {
+	case "denied":
+		return "the user said no; do not retry it unless the user asks"
+	case "unanswered":
+		return "nobody was attached to answer; attach a client, or widen the auto set if the effect is not secret"
+	case "gateway_refused":
+		return "a protected or secret step cannot be approved from a gateway; run it from an interactive client"
+	case "cancelled":
+		return "the step was cancelled before it was answered"
+	}
+	return ""
+}
+
+// auditRecord is one verdict, as logged and kept in the audit file.
+type auditRecord struct {
+	Time      time.Time `json:"time"`
+	Session   string    `json:"session"`
+	Subagent  string    `json:"subagent,omitempty"`
+	Step      int       `json:"step"`
+	Command   string    `json:"command"`
+	Effects   []string  `json:"effects"`
+	Question  string    `json:"question,omitempty"`
+	DecidedBy string    `json:"decided_by"` // auto, rule, approved/denied (a client), gateway, unanswered, cancelled
+	At        string    `json:"at,omitempty"`
+	By        string    `json:"by,omitempty"`
+	Outcome   string    `json:"outcome"`
+	Rule      string    `json:"rule,omitempty"`
+}
+
+func (g *policyGate) record(rec auditRecord) {
+	rec.Time = time.Now().UTC()
+	g.s.log.Info("verdict", slog.String("subagent", rec.Subagent), slog.Int("step", rec.Step),
+		slog.String("command", rec.Command), slog.Any("effects", rec.Effects), slog.String("decided_by", rec.DecidedBy),
+		slog.String("at", rec.At), slog.String("by", rec.By), slog.String("outcome", rec.Outcome), slog.String("rule", rec.Rule))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.audit != nil {
+		b, _ := json.Marshal(rec)
+		g.audit.Write(append(b, '\n'))
+	}
+}
+
+func (g *policyGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.audit != nil {
+		g.audit.Close()
+		g.audit = nil
+	}
+}
+
+// literalWords are the leading words of a command that are literal text.
+func literalWords(st *syntax.Stmt) []string {
+	c, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, w := range c.Args {
+		s, ok := script.Literal(w)
+		if !ok {
+			break
+		}
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,131 @@
+package orchestrator
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/orchestrator/output"
+)
+
+// law: call_blocks_at_most_budget, job_ends_once, job_end_is_final
+func TestJobDetachesThenEnds(t *testing.T) {
+	dir := t.TempDir()
+	s := openLocal(t, dir, Config{})
+	ctx := context.Background()
+	// The step after the budget waits for a file the test makes once the call has
+	// returned, so the call cannot have waited for the script's end.
+	res, err := s.Run(ctx, Call{Script: "echo start; while [ ! -e go ]; do sleep 0.01; done; echo end", Budget: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.End.Kind != Detached || res.End.Job == "" {
+		t.Fatalf("end %+v, want detached", res.End)
+	}
+	if len(res.Steps) == 0 || res.Steps[0].Stdout.Text != "start\n" {
+		t.Fatalf("the detached result lacks the output so far: %s", res)
+	}
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o600)
+	j, err := s.Job(res.End.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := j.Wait(ctx)
+	if err != nil || final.End.Kind != Exited && final.End.Kind != Finished {
+		t.Fatalf("job end %v %+v", err, final)
+	}
+	if !strings.Contains(final.String(), "end\n") {
+		t.Fatalf("final result: %s", final)
+	}
+	// Ended: the result no longer changes, and a kill changes nothing.
+	j.Kill()
+	if again := j.Result(); again != final || again.End.Kind == Killed {
+		t.Fatalf("the end changed: %+v", again.End)
+	}
+}
+
+// law: call_settles_with_job
+func TestCallSettlesWithItsJob(t *testing.T) {
+	s := openLocal(t, t.TempDir(), Config{Budget: 30 * time.Second})
+	res, err := s.Bash(context.Background(), "echo quick")
+	if err != nil || res.End.Kind != Finished || res.Steps[0].Stdout.Text != "quick\n" {
+		t.Fatalf("%v %s", err, res)
+	}
+	js := s.Jobs()
+	if len(js) != 1 {
+		t.Fatalf("%d jobs", len(js))
+	}
+	select {
+	case <-js[0].Done():
+	default:
+		t.Fatal("the call returned before its job ended")
+	}
+}
+
+// law: job_kill_ends_now
+func TestJobKill(t *testing.T) {
+	dir := t.TempDir()
+	s := openLocal(t, dir, Config{})
+	ctx := context.Background()
+	res, err := s.Run(ctx, Call{Script: "echo a; sh -c 'echo $$ > pid; sleep 0.05; sleep 300 & sleep 300'; echo b", Budget: 200 * time.Millisecond})
+	if err != nil || res.End.Kind != Detached {
+		t.Fatalf("%v %+v", err, res)
+	}
+	j, _ := s.Job(res.End.Job)
+	j.Kill()
+	select {
+	case <-j.Done():
+	default:
+		t.Fatal("a killed job did not end at once")
+	}
+	got := j.Result()
+	if got.End.Kind != Killed || !strings.Contains(got.String(), "a\n") || strings.Contains(got.String(), "b\n") {
+		t.Fatalf("killed result: %s", got)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d of the killed job still runs", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The script's own end, coming after the kill, changed nothing.
+	s.wg.Wait()
+	if j.Result().End.Kind != Killed {
+		t.Fatalf("end after the kill: %+v", j.Result().End)
+	}
+}
+
+// law: job_no_silent_loss
+func TestJobArtifactKeepsEverything(t *testing.T) {
+	dir := t.TempDir()
+	s := openLocal(t, dir, Config{Limit: output.Limit{Bytes: 1000, Lines: 10}})
+	art := filepath.Join(t.TempDir(), "job.out")
+	res, err := s.Run(context.Background(), Call{Script: "seq 1 100000", Artifact: art})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := res.Steps[0].Stdout
+	b, err := os.ReadFile(art)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(b)) != o.TotalBytes || int64(len(o.Text))+o.DroppedBytes != o.TotalBytes || !strings.HasSuffix(string(b), o.Text) {
+		t.Fatalf("artifact %d bytes; window %d kept, %d dropped of %d", len(b), len(o.Text), o.DroppedBytes, o.TotalBytes)
+	}
+	if fi, _ := os.Stat(art); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("artifact mode %v", fi.Mode())
+	}
+}

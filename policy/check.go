@@ -1,0 +1,316 @@
+package policy
+
+import (
+	"io"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/paddockhq/paddock/script"
+)
+
+// Analysis is what a script would do, judged without running it.
+type Analysis struct {
+	Grammar script.Grammar `json:"grammar"`
+	// Reason says why a script is outside the grammar.
+	Reason string        `json:"-"`
+	Steps  []StepVerdict `json:"steps"`
+	// Effects is the union of the steps' effects.
+	Effects Effects `json:"effects"`
+}
+
+// StepVerdict is one step's effects and whether it asks under the context's auto set.
+type StepVerdict struct {
+	Command string  `json:"command"`
+	Effects Effects `json:"effects"`
+	Asks    bool    `json:"asks"`
+	// Step is the step as it would run (its Argv holds the whole script for an exec step).
+	Step Step `json:"-"`
+}
+
+// Check judges a whole script without running it. Within the grammar each step's words are
+// expanded as the bash tool would (over ctx.Env, globs through ctx.FS, cd, export,
+// assignments and unset of earlier steps tracked) and judged by StepEffects. Outside it,
+// the script is one exec step carrying every effect of every command it holds — nested
+// ones, command substitutions, here-documents and redirections included — and secret for
+// any word anywhere that names a secret path.
+//
+// Law (composed_needs_every_part): the script's effects hold every effect of every step.
+func Check(ctx *Context, s *script.Script) Analysis {
+	a := Analysis{Grammar: s.Grammar, Reason: s.Reason, Steps: []StepVerdict{}}
+	sh := newShell(ctx, s.Source)
+	if s.Grammar == script.Exec {
+		e := sh.execEffects(s)
+		step := Step{Argv: []string{"bash", "-c", s.Source}, Cwd: sh.cwd}
+		a.Steps = append(a.Steps, StepVerdict{Command: Quote(step.Argv), Effects: e, Asks: ctx.Auto.Decide(e) == Ask, Step: step})
+		a.Effects = e
+		return a
+	}
+	for _, st := range s.Steps {
+		step := sh.plan(st, sh.config())
+		e := StepEffects(ctx, step)
+		a.Steps = append(a.Steps, StepVerdict{Command: step.String(), Effects: e, Asks: ctx.Auto.Decide(e) == Ask, Step: step})
+		a.Effects |= e
+		sh.apply(step)
+	}
+	return a
+}
+
+// String shows a step exactly as it runs: assignments, quoted words, then redirections.
+func (s Step) String() string {
+	var b strings.Builder
+	for _, a := range s.Assigns {
+		k, v, _ := strings.Cut(a, "=")
+		b.WriteString(k + "=" + QuoteWord(v) + " ")
+	}
+	b.WriteString(Quote(s.Argv))
+	for _, r := range s.Redirects {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		if (r.Op == "<" && r.FD != 0) || (r.Op != "<" && r.Op != "&>" && r.FD != 1) {
+			b.WriteString(strconv.Itoa(r.FD))
+		}
+		b.WriteString(r.Op)
+		if r.Op == ">&" && (r.Path == "-" || isDigits(r.Path)) {
+			b.WriteString(r.Path)
+		} else {
+			b.WriteString(QuoteWord(r.Path))
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// shell is the state the host keeps between steps of one script: the working directory
+// and the variables set, exported or unset by earlier steps.
+type shell struct {
+	ctx  *Context
+	src  string
+	cwd  string
+	vars map[string]*string // nil value: unset
+}
+
+func newShell(ctx *Context, src string) *shell {
+	cwd := path.Clean(abs("/", ctx.Cwd))
+	return &shell{ctx: ctx, src: src, cwd: cwd, vars: map[string]*string{}}
+}
+
+func (sh *shell) get(name string) string {
+	switch name {
+	case "PWD":
+		return sh.cwd
+	case "?":
+		return "0"
+	}
+	if v, ok := sh.vars[name]; ok {
+		if v == nil {
+			return ""
+		}
+		return *v
+	}
+	return sh.ctx.Getenv(name)
+}
+
+func (sh *shell) set(name string, v *string) { sh.vars[name] = v }
+
+func (sh *shell) config() *expand.Config {
+	return &expand.Config{Env: expand.FuncEnviron(sh.get), ReadDir2: sh.readDir}
+}
+
+// readDir reads a sandbox directory for a glob, through the path map and ctx.FS.
+func (sh *shell) readDir(dir string) ([]fs.DirEntry, error) {
+	host := dir
+	if sh.ctx.ToHost != nil {
+		h, ok := sh.ctx.ToHost(abs(sh.cwd, dir))
+		if !ok {
+			return nil, fs.ErrNotExist
+		}
+		host = h
+	}
+	return sh.ctx.fs().ReadDir(host)
+}
+
+// source returns a node's text as written.
+func (sh *shell) source(n syntax.Node) string {
+	from, to := int(n.Pos().Offset()), int(n.End().Offset())
+	if from < 0 || to > len(sh.src) || from > to {
+		return ""
+	}
+	return sh.src[from:to]
+}
+
+// fields expands words into fields; a word that does not expand stays as written.
+func (sh *shell) fields(cfg *expand.Config, words []*syntax.Word) []string {
+	var out []string
+	for _, w := range words {
+		f, err := expand.Fields(cfg, w)
+		if err != nil {
+			f = []string{sh.source(w)}
+		}
+		out = append(out, f...)
+	}
+	return out
+}
+
+// literal expands one word into one string; a word that does not expand stays as written.
+func (sh *shell) literal(cfg *expand.Config, w *syntax.Word) string {
+	if w == nil {
+		return ""
+	}
+	v, err := expand.Literal(cfg, w)
+	if err != nil {
+		return sh.source(w)
+	}
+	return v
+}
+
+// plan expands one statement into the step it runs as.
+func (sh *shell) plan(st *syntax.Stmt, cfg *expand.Config) Step {
+	step := Step{Cwd: sh.cwd}
+	switch c := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		for _, a := range c.Assigns {
+			if a.Name != nil {
+				step.Assigns = append(step.Assigns, a.Name.Value+"="+sh.literal(cfg, a.Value))
+			}
+		}
+		step.Argv = sh.fields(cfg, c.Args)
+	case *syntax.DeclClause:
+		name := "declare"
+		if c.Variant != nil {
+			name = c.Variant.Value
+		}
+		step.Argv = []string{name}
+		for _, a := range c.Args {
+			switch {
+			case a.Name == nil && a.Value != nil:
+				step.Argv = append(step.Argv, sh.literal(cfg, a.Value))
+			case a.Name != nil && a.Value != nil:
+				step.Argv = append(step.Argv, a.Name.Value+"="+sh.literal(cfg, a.Value))
+			case a.Name != nil:
+				step.Argv = append(step.Argv, a.Name.Value)
+			}
+		}
+	}
+	for _, rd := range st.Redirs {
+		step.Redirects = append(step.Redirects, sh.redirect(cfg, rd))
+	}
+	return step
+}
+
+// redirect expands one redirection of the grammar's forms; a relative target stays relative
+// to the step's directory.
+func (sh *shell) redirect(cfg *expand.Config, rd *syntax.Redirect) Redirect {
+	fd := 1
+	if rd.Op == syntax.RdrIn {
+		fd = 0
+	}
+	if rd.N != nil {
+		if n, err := strconv.Atoi(rd.N.Value); err == nil {
+			fd = n
+		}
+	}
+	p := strings.Join(sh.fields(cfg, []*syntax.Word{rd.Word}), " ")
+	return Redirect{FD: fd, Op: rd.Op.String(), Path: p}
+}
+
+// apply carries what a step does to the host shell's state: cd, export, unset, and bare
+// assignments.
+func (sh *shell) apply(step Step) {
+	if len(step.Argv) == 0 {
+		for _, a := range step.Assigns {
+			k, v, _ := strings.Cut(a, "=")
+			sh.set(k, &v)
+		}
+		return
+	}
+	switch step.Argv[0] {
+	case "cd":
+		dir := sh.get("HOME")
+		if len(step.Argv) > 1 {
+			dir = step.Argv[1]
+		}
+		if dir != "" {
+			sh.cwd = path.Clean(abs(sh.cwd, dir)) // bash cd is logical
+		}
+	case "export":
+		for _, a := range step.Argv[1:] {
+			if k, v, ok := strings.Cut(a, "="); ok {
+				sh.set(k, &v)
+			}
+		}
+	case "unset":
+		for _, k := range step.Argv[1:] {
+			sh.set(k, nil)
+		}
+	}
+}
+
+// execEffects judges a script outside the grammar as one step.
+func (sh *shell) execEffects(s *script.Script) Effects {
+	e := Exec
+	cfg := sh.config()
+	cfg.CmdSubst = func(io.Writer, *syntax.CmdSubst) error { return nil }
+	cfg.ProcSubst = func(*syntax.ProcSubst) (string, error) { return "/dev/fd/63", nil }
+	for _, st := range s.Steps {
+		step := sh.plan(st, cfg)
+		step.Redirects = nil // judged below, with every other statement's
+		e |= StepEffects(sh.ctx, step)
+	}
+	ps := sh.ctx.paths(sh.cwd)
+	syntax.Walk(s.File, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			for _, rd := range n.Redirs {
+				e |= sh.execRedirect(cfg, rd)
+			}
+		case *syntax.Word:
+			u := use{}
+			u.word(sh.literal(cfg, n))
+			e |= ps.named(&u, false)
+		}
+		return true
+	})
+	return e
+}
+
+// execRedirect judges any redirection bash may run. A target built by a command
+// substitution or arithmetic is unknown: reading it is read; writing it may write anywhere.
+func (sh *shell) execRedirect(cfg *expand.Config, rd *syntax.Redirect) Effects {
+	known := true
+	syntax.Walk(rd.Word, func(n syntax.Node) bool {
+		switch n.(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.ArithmExp:
+			known = false
+		}
+		return known
+	})
+	target := sh.literal(cfg, rd.Word)
+	judge := func(op string) Effects {
+		if !known {
+			if op == "<" {
+				return Read
+			}
+			return Write | Outside | Protected
+		}
+		return RedirectEffects(sh.ctx, sh.cwd, Redirect{Op: op, Path: target})
+	}
+	switch rd.Op {
+	case syntax.RdrIn:
+		return judge("<")
+	case syntax.RdrOut, syntax.AppOut, syntax.ClbOut, syntax.RdrAll, syntax.AppAll:
+		return judge(">")
+	case syntax.RdrInOut:
+		return judge("<") | judge(">")
+	case syntax.DplIn, syntax.DplOut:
+		if known && (target == "-" || isDigits(target)) {
+			return 0
+		}
+		return judge(">")
+	}
+	return 0 // here-documents and here-strings: text, no file
+}

@@ -1,0 +1,292 @@
+package policy
+
+import (
+	"io/fs"
+	"path"
+	"strings"
+	"sync"
+)
+
+// PathClass is the class of a host path, judged on its real location.
+type PathClass int
+
+// The classes. When several apply, the first listed here wins: Secret, Protected, Inside,
+// Outside. The zero value is Outside.
+const (
+	// ClassOutside: under no workspace root.
+	ClassOutside PathClass = iota
+	// ClassInside: under a workspace root, and no rule below covers it.
+	ClassInside
+	// ClassProtected: a protected rule covers it, or it is an ancestor of a protected or
+	// secret entry.
+	ClassProtected
+	// ClassSecret: a secret entry, or under one.
+	ClassSecret
+)
+
+var classNames = [...]string{"outside", "inside", "protected", "secret"}
+
+func (c PathClass) String() string {
+	if c < 0 || int(c) >= len(classNames) {
+		return "unknown"
+	}
+	return classNames[c]
+}
+
+// MarshalText writes the class's name.
+func (c PathClass) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// homeSecrets are the credential stores of other programs, relative to the home directory.
+var homeSecrets = []string{
+	".ssh", ".aws", ".azure", ".config/gcloud", ".config/gh", ".docker/config.json", ".kube",
+	".gnupg", ".password-store", ".local/share/keyrings", ".netrc", ".git-credentials",
+	".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
+}
+
+// envSecrets name variables whose value is a credential file or directory.
+var envSecrets = []string{"AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "CLOUDSDK_CONFIG"}
+
+// paddockSecrets are Paddock's own credential files, in its config directory.
+var paddockSecrets = []string{"credentials", "credentials.json", "credentials.toml", "credentials.yaml", "credentials.yml"}
+
+// projectDirs are the directory names protected wherever they lie below a workspace root.
+var projectDirs = []string{".git", ".paddock"}
+
+// maxWalk bounds the entries read to learn whether a directory holds a .git or .paddock
+// directory; a bigger tree is taken to hold one.
+const maxWalk = 100_000
+
+// rules are the entries of one context: for host paths, and (when the sandbox has its own
+// paths) for sandbox paths under no mount, judged lexically against the sandbox's HOME and
+// PATH.
+type rules struct {
+	host, sandbox *ruleSet
+}
+
+// ruleSet is one set of entries, each a clean absolute path.
+type ruleSet struct {
+	secrets   []string
+	protected []string // each covers itself and everything under it
+	roots     []string
+	resolve   bool // judge real paths (host); else lexical (sandbox)
+
+	mu    sync.Mutex
+	holds map[string]bool // guarded by mu: directory -> holds a .git or .paddock below it
+}
+
+// compile resolves the entries of c.
+func compile(c *Context) *rules {
+	fsys := c.fs()
+	hostCwd := c.Cwd
+	if c.ToHost != nil {
+		if h, ok := c.ToHost(abs("/", c.Cwd)); ok {
+			hostCwd = h
+		}
+	}
+	host := &ruleSet{resolve: true, holds: map[string]bool{}}
+	sandbox := &ruleSet{}
+	add := func(rs *ruleSet, list *[]string, base, p string) {
+		if p == "" {
+			return
+		}
+		p = path.Clean(abs(base, p))
+		*list = append(*list, p)
+		if rs.resolve {
+			if r, loop := Real(fsys, p); !loop && r != p {
+				*list = append(*list, r)
+			}
+		}
+	}
+	addSecrets := func(rs *ruleSet, base, home, configDir string) {
+		if home != "" {
+			for _, s := range homeSecrets {
+				add(rs, &rs.secrets, base, path.Join(home, s))
+			}
+		}
+		for _, v := range envSecrets {
+			add(rs, &rs.secrets, base, c.Getenv(v))
+		}
+		if configDir != "" {
+			for _, s := range paddockSecrets {
+				add(rs, &rs.secrets, base, path.Join(configDir, s))
+			}
+		}
+	}
+
+	configDir := c.ConfigDir
+	if configDir == "" {
+		configDir = defaultConfigDir(c.Getenv("XDG_CONFIG_HOME"), c.home())
+	}
+	addSecrets(host, hostCwd, c.home(), configDir)
+	for _, s := range c.Secrets {
+		add(host, &host.secrets, hostCwd, s)
+	}
+	add(host, &host.protected, hostCwd, configDir)
+	for _, s := range c.Settings {
+		add(host, &host.protected, hostCwd, s)
+	}
+	for _, r := range c.Roots {
+		add(host, &host.roots, hostCwd, r)
+	}
+	for _, dir := range strings.Split(c.Getenv("PATH"), ":") {
+		if dir == "" {
+			dir = "." // an empty PATH entry is the working directory
+		}
+		sp := abs(c.Cwd, dir)
+		if c.ToHost == nil {
+			add(host, &host.protected, hostCwd, sp)
+			continue
+		}
+		if h, ok := c.ToHost(sp); ok {
+			add(host, &host.protected, hostCwd, h)
+		}
+		add(sandbox, &sandbox.protected, c.Cwd, sp)
+	}
+	if c.ToHost != nil {
+		home := c.Getenv("HOME")
+		addSecrets(sandbox, c.Cwd, home, defaultConfigDir(c.Getenv("XDG_CONFIG_HOME"), home))
+		add(sandbox, &sandbox.protected, c.Cwd, defaultConfigDir(c.Getenv("XDG_CONFIG_HOME"), home))
+	}
+	return &rules{host: host, sandbox: sandbox}
+}
+
+// defaultConfigDir is $XDG_CONFIG_HOME/paddock, else ~/.config/paddock, else "".
+func defaultConfigDir(xdg, home string) string {
+	switch {
+	case strings.HasPrefix(xdg, "/"):
+		return path.Join(xdg, "paddock")
+	case home != "":
+		return path.Join(home, ".config", "paddock")
+	}
+	return ""
+}
+
+// Class returns the class of a host path (absolute, or relative to the host directory of
+// ctx.Cwd), judged on its real location.
+//
+// Laws: a path under a secret entry is Secret (path_secret_wins); Inside only when the path
+// does not loop, no secret or protected rule covers it, it is no ancestor of an entry and a
+// root holds it (path_inside_is_safe); an ancestor of a protected or secret entry is
+// Protected or Secret (path_ancestor_guarded).
+func Class(ctx *Context, hostPath string) PathClass {
+	base := ctx.Cwd
+	if ctx.ToHost != nil {
+		if h, ok := ctx.ToHost(abs("/", ctx.Cwd)); ok {
+			base = h
+		}
+	}
+	return ctx.compiled().host.judge(ctx.fs(), abs(base, hostPath), true).class
+}
+
+// judge classifies p. Without full, only whether p is or holds a secret is sure.
+func (rs *ruleSet) judge(fsys FS, p string, full bool) facts {
+	if !rs.resolve {
+		return rs.judgeReal(fsys, path.Clean(p), false, full)
+	}
+	real, loop := Real(fsys, p)
+	return rs.judgeReal(fsys, real, loop, full)
+}
+
+// judgeReal classifies a real path (as far as resolved, when it loops).
+func (rs *ruleSet) judgeReal(fsys FS, real string, loop, full bool) facts {
+	var f facts
+	for _, s := range rs.secrets {
+		if under(real, s) {
+			return facts{class: ClassSecret, holds: true}
+		}
+		if under(s, real) {
+			f = facts{class: ClassProtected, holds: true}
+		}
+	}
+	if f.holds || !full {
+		return f
+	}
+	for _, p := range rs.protected {
+		if under(real, p) || under(p, real) {
+			return facts{class: ClassProtected}
+		}
+	}
+	inside := false
+	for _, r := range rs.roots {
+		if under(r, real) {
+			// The root itself and its ancestors hold the root's .paddock directory.
+			return facts{class: ClassProtected}
+		}
+		if under(real, r) {
+			if hasProjectDir(real[len(r):]) {
+				return facts{class: ClassProtected}
+			}
+			inside = true
+		}
+	}
+	if inside && !loop && rs.resolve && rs.holdsProjectDir(fsys, real) {
+		return facts{class: ClassProtected}
+	}
+	if inside && !loop {
+		return facts{class: ClassInside}
+	}
+	return facts{class: ClassOutside}
+}
+
+// hasProjectDir reports whether a path relative to a root ("/a/.git/x") has a .git or
+// .paddock component.
+func hasProjectDir(rel string) bool {
+	for rel != "" {
+		rel = strings.TrimPrefix(rel, "/")
+		c, rest, _ := strings.Cut(rel, "/")
+		for _, d := range projectDirs {
+			if c == d {
+				return true
+			}
+		}
+		rel = rest
+	}
+	return false
+}
+
+// holdsProjectDir reports whether the real directory dir holds a .git or .paddock entry at
+// any depth, symlinks not followed. Results are kept for the context's life.
+func (rs *ruleSet) holdsProjectDir(fsys FS, dir string) bool {
+	fi, err := fsys.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	rs.mu.Lock()
+	h, ok := rs.holds[dir]
+	rs.mu.Unlock()
+	if ok {
+		return h
+	}
+	h = walkForProjectDir(fsys, dir)
+	rs.mu.Lock()
+	rs.holds[dir] = h
+	rs.mu.Unlock()
+	return h
+}
+
+func walkForProjectDir(fsys FS, dir string) bool {
+	seen := 0
+	stack := []string{dir}
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		entries, err := fsys.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if seen++; seen > maxWalk {
+				return true
+			}
+			for _, name := range projectDirs {
+				if e.Name() == name {
+					return true
+				}
+			}
+			if e.Type()&fs.ModeType == fs.ModeDir {
+				stack = append(stack, join(d, e.Name()))
+			}
+		}
+	}
+	return false
+}

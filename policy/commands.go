@@ -1,0 +1,739 @@
+package policy
+
+import (
+	"path"
+	"strings"
+)
+
+// use gathers what one command does: its own effects, the words it names as paths, and the
+// directories it reads because it names no path.
+type use struct {
+	ctx   *Context
+	dir   string // paths are relative to it, itself relative to the step's cwd (git -C)
+	own   Effects
+	paths []string
+	reads []string
+}
+
+// path adds one word that names a path.
+func (u *use) path(p string) {
+	if p == "" || p == "-" {
+		return
+	}
+	if u.dir != "" && u.dir != "." && !strings.HasPrefix(p, "/") {
+		p = u.dir + "/" + p
+	}
+	u.paths = append(u.paths, p)
+}
+
+// word adds every path a word may name: the word itself unless it is an option, the value
+// after "=" ("--file=x", "NAME=x"), the part of an option from its first "/" ("-o/x"),
+// each without a leading "@" or "<" (curl's "@file"), and the path of a file:// URL.
+func (u *use) word(w string) {
+	if w == "" || w == "-" {
+		return
+	}
+	add := func(p string) {
+		p = strings.TrimLeft(p, "@<")
+		if rest, ok := strings.CutPrefix(p, "file://"); ok {
+			p = rest
+			if i := strings.IndexByte(p, '/'); i > 0 {
+				p = p[i:] // file://host/path
+			}
+		}
+		u.path(p)
+	}
+	if w[0] != '-' {
+		add(w)
+	}
+	if i := strings.IndexByte(w, '='); i >= 0 {
+		add(w[i+1:])
+	} else if w[0] == '-' {
+		if i := strings.IndexByte(w, '/'); i >= 0 {
+			add(w[i:])
+		}
+	}
+}
+
+// words adds every path each word may name.
+func (u *use) words(ws []string) {
+	for _, w := range ws {
+		u.word(w)
+	}
+}
+
+// readsDir records that the command reads its directory because it names no path.
+func (u *use) readsDir() { u.reads = append(u.reads, u.dir) }
+
+// rule reads a command's arguments (after its name) into u.
+type rule func(u *use, args []string)
+
+// evaluate judges argv by the table; a name with "/" or not in the table is exec.
+func evaluate(u *use, argv []string) {
+	name := argv[0]
+	r, ok := table[name]
+	if strings.Contains(name, "/") || !ok {
+		u.own |= Exec
+		if strings.Contains(name, "/") {
+			u.path(name)
+		}
+		u.words(argv[1:])
+		return
+	}
+	r(u, argv[1:])
+}
+
+// table gives each command's rule. Every entry states its whole rule here or in the
+// function it names.
+var table map[string]rule
+
+func init() {
+	table = map[string]rule{
+		// Words that are no paths: text, numbers, character sets.
+		"echo": none(0), "printf": none(0), "pwd": none(0), "true": none(0), "false": none(0),
+		"sleep": none(0), "seq": none(0), "yes": none(0), "basename": none(0),
+		"dirname": none(0), "expr": none(0), "unset": none(0), "exit": none(0),
+		"tr": none(Read), // reads standard input only; its operands are character sets
+
+		// Readers: every word may name a path that is read.
+		"cat": plain(Read), "head": plain(Read), "tail": plain(Read), "wc": plain(Read),
+		"diff": plain(Read), "cmp": plain(Read), "cut": plain(Read), "stat": plain(Read),
+		"comm": plain(Read), "join": plain(Read), "paste": plain(Read), "nl": plain(Read),
+		"tac": plain(Read), "rev": plain(Read), "fold": plain(Read), "fmt": plain(Read),
+		"od": plain(Read), "hexdump": plain(Read), "base64": plain(Read), "base32": plain(Read),
+		"md5sum": plain(Read), "sha1sum": plain(Read), "sha224sum": plain(Read),
+		"sha256sum": plain(Read), "sha384sum": plain(Read), "sha512sum": plain(Read),
+		"b2sum": plain(Read), "cksum": plain(Read), "sum": plain(Read), "strings": plain(Read),
+		"expand": plain(Read), "unexpand": plain(Read), "column": plain(Read),
+		"realpath": plain(Read), "readlink": plain(Read), "df": plain(Read), "jq": plain(Read),
+		// test and [ look at paths' metadata, like pwd: no effect of their own.
+		"test": plain(0), "[": plain(0),
+		// cd changes the working directory of later steps: no effect of its own.
+		"cd": plain(0),
+
+		// Writers: every word may name a path that is written (or, for cp, read).
+		"mkdir": plain(Write), "rmdir": plain(Write), "rm": plain(Write), "touch": plain(Write),
+		"ln": plain(Write), "mv": plain(Write), "chmod": plain(Write), "chown": plain(Write),
+		"chgrp": plain(Write), "truncate": plain(Write), "tee": plain(Write),
+		"cp": plain(Read | Write),
+
+		"export": exportRule,
+		"ls":     lsRule, "du": duRule, "tree": treeRule, "find": findRule,
+		"grep": grepRule, "rg": rgRule, "sed": sedRule, "sort": sortRule, "uniq": uniqRule,
+		"xxd": xxdRule, "less": lessRule, "file": fileRule, "git": gitRule,
+
+		// Network clients.
+		"curl": curlRule, "wget": wgetRule,
+		"nc": ncRule, "ncat": ncRule, "netcat": ncRule, "socat": socatRule,
+		"ssh": sshRule, "scp": scpRule, "rsync": rsyncRule,
+		// sftp, ftp and telnet read commands from standard input, where "!" runs a local
+		// shell: they are exec too.
+		"sftp": sftpRule, "ftp": netExec, "telnet": netExec,
+
+		// Launchers: exec, plus every effect of the command they run.
+		"nohup": wrapper(&spec{inOrder: true}), "setsid": wrapper(&spec{inOrder: true}),
+		"timeout": timeoutRule, "nice": wrapper(&spec{short: "n", long: []string{"adjustment"}, inOrder: true}),
+		"stdbuf": wrapper(&spec{short: "ioe", long: []string{"input", "output", "error"}, inOrder: true}),
+		"env":    envRule, "xargs": xargsRule, "time": timeRule,
+		"command": commandRule, "exec": wrapper(&spec{short: "a", inOrder: true}),
+	}
+}
+
+// none: the command's own effects, and no word is a path.
+func none(own Effects) rule {
+	return func(u *use, _ []string) { u.own |= own }
+}
+
+// plain: the command's own effects, and every word may name a path.
+func plain(own Effects) rule {
+	return func(u *use, args []string) {
+		u.own |= own
+		u.words(args)
+	}
+}
+
+// export with an operand sets the environment of later programs: exec.
+func exportRule(u *use, args []string) {
+	if len(args) > 0 {
+		u.own |= Exec
+	}
+	u.words(args)
+}
+
+// ls reads; with no operand it reads its working directory. Option values are patterns
+// and numbers, no paths.
+var lsSpec = &spec{
+	short:   "ITw",
+	long:    []string{"ignore", "hide", "width", "tabsize", "format", "sort", "time", "time-style", "quoting-style", "indicator-style", "block-size"},
+	longOpt: []string{"color", "hyperlink", "classify", "indicator-style"},
+}
+
+func lsRule(u *use, args []string) {
+	u.own |= Read
+	a := lsSpec.parse(args)
+	operands(u, a.operands, true)
+}
+
+// operands adds each operand as a path; with none, when readsCwd, the directory is read.
+func operands(u *use, ops []string, readsCwd bool) {
+	for _, o := range ops {
+		u.path(o)
+	}
+	if len(ops) == 0 && readsCwd {
+		u.readsDir()
+	}
+}
+
+// du reads; with no operand (and no --files0-from) it reads its working directory.
+var duSpec = &spec{
+	short:   "BdtX",
+	long:    []string{"block-size", "max-depth", "threshold", "exclude", "exclude-from", "files0-from", "time-style"},
+	longOpt: []string{"time"},
+}
+
+func duRule(u *use, args []string) {
+	u.own |= Read
+	a := duSpec.parse(args)
+	from := a.values("-X", "--exclude-from", "--files0-from")
+	for _, f := range from {
+		u.path(f)
+	}
+	operands(u, a.operands, !a.has("--files0-from"))
+}
+
+// tree reads; with no operand it reads its working directory. -o FILE writes the listing,
+// -R writes 00Tree.html files (with -H).
+var treeSpec = &spec{
+	short:   "LPIoHT",
+	long:    []string{"charset", "filelimit", "timefmt", "sort", "fromfile", "gitfile", "hintro", "houtro", "infofile"},
+	longOpt: []string{"info"},
+}
+
+func treeRule(u *use, args []string) {
+	u.own |= Read
+	a := treeSpec.parse(args)
+	if a.has("-o", "-R") {
+		u.own |= Write
+	}
+	for _, f := range a.values("-o", "--gitfile", "--hintro", "--houtro", "--infofile") {
+		u.path(f)
+	}
+	operands(u, a.operands, !a.has("--fromfile"))
+}
+
+// find reads its start points (its working directory when it names none). -exec, -execdir,
+// -ok and -okdir run programs: exec. -delete, -fls, -fprint, -fprint0 and -fprintf write.
+// Every word of the expression may name a path (-newer FILE, a program's operands).
+func findRule(u *use, args []string) {
+	u.own |= Read
+	i := 0
+	for i < len(args) { // leading options: -H -L -P -D debugopts -Olevel
+		switch a := args[i]; {
+		case a == "-H" || a == "-L" || a == "-P":
+			i++
+		case a == "-D":
+			i += 2
+		case strings.HasPrefix(a, "-O") || (strings.HasPrefix(a, "-D") && len(a) > 2):
+			i++
+		default:
+			goto starts
+		}
+	}
+starts:
+	start := i
+	for i < len(args) && !isFindExpr(args[i]) {
+		i++
+	}
+	operands(u, args[start:min(i, len(args))], !contains(args[i:], "-files0-from"))
+	for _, w := range args[min(i, len(args)):] {
+		switch w {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			u.own |= Exec
+		case "-delete", "-fls", "-fprint", "-fprint0", "-fprintf":
+			u.own |= Write
+		}
+		u.word(w)
+	}
+}
+
+// isFindExpr reports whether a word starts find's expression.
+func isFindExpr(w string) bool {
+	return (strings.HasPrefix(w, "-") && w != "-") || w == "(" || w == "!" || w == ")" || w == ","
+}
+
+func contains(ws []string, w string) bool {
+	for _, x := range ws {
+		if x == w {
+			return true
+		}
+	}
+	return false
+}
+
+// grep reads. The first operand is the pattern unless -e or -f gives one; the rest are
+// paths. Recursive (-r, -R, -d recurse) with no path operand, it reads its working directory.
+var grepSpec = &spec{
+	short:   "efmABCdDX",
+	long:    []string{"regexp", "file", "max-count", "after-context", "before-context", "context", "label", "include", "exclude", "exclude-from", "exclude-dir", "binary-files", "devices", "directories", "group-separator"},
+	longOpt: []string{"color", "colour"},
+	flags:   []string{"recursive", "dereference-recursive"},
+}
+
+func grepRule(u *use, args []string) {
+	u.own |= Read
+	a := grepSpec.parse(args)
+	for _, f := range a.values("-f", "--file", "--exclude-from") {
+		u.path(f)
+	}
+	ops := a.operands
+	if !a.has("-e", "-f", "--regexp", "--file") && len(ops) > 0 {
+		ops = ops[1:]
+	}
+	recursive := a.has("-r", "-R", "--recursive", "--dereference-recursive")
+	for _, d := range a.values("-d", "--directories") {
+		if strings.HasPrefix("recurse", d) && d != "" {
+			recursive = true
+		}
+	}
+	operands(u, ops, recursive)
+}
+
+// rg reads. The first operand is the pattern unless -e, -f, --regexp, --file or --files is
+// given; the rest are paths; with none it reads its working directory. --pre, --pre-glob,
+// --hostname-bin and -z/--search-zip run programs: exec; so does a config file named by
+// RIPGREP_CONFIG_PATH, which may hold them.
+var rgSpec = &spec{
+	short: "efgtTmABCMjdErV",
+	long: []string{"regexp", "file", "glob", "iglob", "type", "type-not", "type-add", "type-clear",
+		"max-count", "after-context", "before-context", "context", "max-columns", "threads",
+		"max-depth", "maxdepth", "max-filesize", "encoding", "color", "colors", "path-separator",
+		"sort", "sortr", "replace", "ignore-file", "pre", "pre-glob", "hostname-bin", "engine",
+		"context-separator", "field-context-separator", "field-match-separator",
+		"dfa-size-limit", "regex-size-limit", "hyperlink-format", "generate"},
+	flags: []string{"files", "search-zip", "files-with-matches", "files-without-match"},
+}
+
+func rgRule(u *use, args []string) {
+	u.own |= Read
+	a := rgSpec.parse(args)
+	if a.has("--pre", "--pre-glob", "--hostname-bin", "-z", "--search-zip") || u.ctx.Getenv("RIPGREP_CONFIG_PATH") != "" {
+		u.own |= Exec
+	}
+	for _, f := range a.values("-f", "--file", "--ignore-file", "--pre") {
+		u.path(f)
+	}
+	ops := a.operands
+	if !a.has("-e", "-f", "--regexp", "--file", "--files") && len(ops) > 0 {
+		ops = ops[1:]
+	}
+	operands(u, ops, true)
+}
+
+// sed reads; each script must be a known-safe form (sed.go), else exec; -i writes the
+// files it edits.
+func sedRule(u *use, args []string) {
+	u.own |= Read
+	scripts, files, inPlace, ok := sedArgs(args)
+	if !ok {
+		u.own |= Exec
+		u.words(args)
+		return
+	}
+	for _, s := range scripts {
+		if !SedSafe(s) {
+			u.own |= Exec
+		}
+	}
+	if inPlace {
+		u.own |= Write
+	}
+	for _, f := range files {
+		u.path(f)
+	}
+}
+
+// sort reads. --compress-program runs a program: exec. -o/--output writes its file and
+// -T/--temporary-directory writes in its directory.
+var sortSpec = &spec{
+	short: "ktoTS",
+	long:  []string{"key", "field-separator", "output", "temporary-directory", "buffer-size", "parallel", "batch-size", "files0-from", "compress-program", "sort", "random-source"},
+	flags: []string{"check"},
+}
+
+func sortRule(u *use, args []string) {
+	u.own |= Read
+	a := sortSpec.parse(args)
+	if a.has("--compress-program") {
+		u.own |= Exec
+	}
+	if a.has("-o", "--output", "-T", "--temporary-directory") {
+		u.own |= Write
+	}
+	for _, f := range a.values("-o", "--output", "-T", "--temporary-directory", "--files0-from", "--random-source", "--compress-program") {
+		u.path(f)
+	}
+	operands(u, a.operands, false)
+}
+
+// uniq reads; a second operand is the file it writes.
+var uniqSpec = &spec{
+	short:   "fsw",
+	long:    []string{"skip-fields", "skip-chars", "check-chars"},
+	longOpt: []string{"all-repeated", "group"},
+}
+
+func uniqRule(u *use, args []string) {
+	u.own |= Read
+	a := uniqSpec.parse(args)
+	if len(a.operands) >= 2 {
+		u.own |= Write
+	}
+	operands(u, a.operands, false)
+}
+
+// xxd reads; a second operand (other than "-") is the file it writes. Its options take a
+// value attached ("-c8") or, when written long ("-cols") or alone ("-c"), the next word.
+func xxdRule(u *use, args []string) {
+	u.own |= Read
+	var ops []string
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		switch {
+		case w == "--":
+			ops = append(ops, args[i+1:]...)
+			i = len(args)
+		case len(w) > 1 && w[0] == '-':
+			if strings.IndexByte("cglosnR", w[1]) >= 0 && (len(w) == 2 || !strings.ContainsAny(w[2:3], "0123456789")) {
+				i++ // the value is the next word
+			}
+		default:
+			ops = append(ops, w)
+		}
+	}
+	if len(ops) >= 2 && ops[1] != "-" {
+		u.own |= Write
+	}
+	operands(u, ops, false)
+}
+
+// less reads. A "+" command holding "!" or "|" runs a shell: exec; "v" (outside a search)
+// starts an editor: exec. -o/-O/--log-file/--LOG-FILE write a log. A lesskey file, or a
+// LESSOPEN in the environment, can run programs: exec.
+var lessSpec = &spec{
+	short: "bhjkoOpPtTxyz#",
+	long: []string{"log-file", "LOG-FILE", "lesskey-file", "lesskey-src", "lesskey-content", "tag",
+		"tag-file", "pattern", "prompt", "shift", "tabs", "window", "max-back-scroll",
+		"max-forw-scroll", "buffers", "jump-target", "header", "rscroll", "color", "line-num-width",
+		"status-col-width", "wheel-lines", "intr", "file-size"},
+}
+
+func lessRule(u *use, args []string) {
+	u.own |= Read
+	var rest []string
+	for _, w := range args {
+		if cmd, ok := strings.CutPrefix(w, "+"); ok {
+			cmd = strings.TrimPrefix(cmd, "+")
+			search := strings.HasPrefix(cmd, "/") || strings.HasPrefix(cmd, "?")
+			if strings.ContainsAny(cmd, "!|") || (!search && strings.Contains(cmd, "v")) {
+				u.own |= Exec
+			}
+			continue
+		}
+		rest = append(rest, w)
+	}
+	a := lessSpec.parse(rest)
+	if a.has("-o", "-O", "--log-file", "--LOG-FILE") {
+		u.own |= Write
+	}
+	if a.has("-k", "--lesskey-file", "--lesskey-src", "--lesskey-content") || u.ctx.Getenv("LESSOPEN") != "" {
+		u.own |= Exec
+	}
+	for _, f := range a.values("-o", "-O", "--log-file", "--LOG-FILE", "-k", "--lesskey-file", "--lesskey-src", "-T", "--tag-file") {
+		u.path(f)
+	}
+	operands(u, a.operands, false)
+}
+
+// file reads. -C/--compile writes a compiled magic file; -z/-Z/--uncompress run
+// decompressors: exec.
+var fileSpec = &spec{
+	short: "mfFPe",
+	long:  []string{"magic-file", "files-from", "separator", "parameter", "exclude", "exclude-quiet"},
+	flags: []string{"compile", "uncompress", "uncompress-noreport"},
+}
+
+func fileRule(u *use, args []string) {
+	u.own |= Read
+	a := fileSpec.parse(args)
+	if a.has("-C", "--compile") {
+		u.own |= Write
+	}
+	if a.has("-z", "-Z", "--uncompress", "--uncompress-noreport") {
+		u.own |= Exec
+	}
+	for _, f := range a.values("-m", "--magic-file", "-f", "--files-from") {
+		u.path(f)
+	}
+	operands(u, a.operands, false)
+}
+
+// curl talks to the network; an option that writes a file (-o -O -D -c -K --output …) adds
+// write. Every word may name a path ("-d @file", "-T file", "file://…").
+var curlSpec = &spec{
+	short: "AbcCdDeEFHKmoPQrtTuUwxXyYz",
+	long: []string{"output", "dump-header", "cookie-jar", "config", "output-dir", "trace",
+		"trace-ascii", "stderr", "libcurl", "etag-save", "hsts", "alt-svc", "data", "data-binary",
+		"data-raw", "data-urlencode", "header", "user", "request", "form", "upload-file", "url",
+		"user-agent", "referer", "cookie", "proxy", "cert", "key", "cacert", "write-out"},
+	flags: []string{"remote-name", "remote-name-all", "remote-header-name", "create-dirs"},
+}
+
+func curlRule(u *use, args []string) {
+	u.own |= Net
+	a := curlSpec.parse(args)
+	if a.has("-o", "-O", "-D", "-c", "-K", "-J", "--output", "--remote-name", "--remote-name-all",
+		"--dump-header", "--cookie-jar", "--config", "--output-dir", "--trace", "--trace-ascii",
+		"--stderr", "--libcurl", "--etag-save", "--hsts", "--alt-svc", "--remote-header-name",
+		"--create-dirs") {
+		u.own |= Write
+	}
+	u.words(args)
+}
+
+// wget talks to the network and writes what it fetches. --use-askpass, -e/--execute and
+// --config can run programs: exec.
+var wgetSpec = &spec{
+	short: "OoaiPetTwUlARDIXQB",
+	long:  []string{"execute", "config", "use-askpass", "output-document", "output-file", "append-output", "input-file", "directory-prefix", "post-file", "body-file", "post-data"},
+}
+
+func wgetRule(u *use, args []string) {
+	u.own |= Net | Write
+	a := wgetSpec.parse(args)
+	if a.has("-e", "--execute", "--config", "--use-askpass") {
+		u.own |= Exec
+	}
+	u.words(args)
+}
+
+// nc, ncat and netcat talk to the network; -e, -c, --exec, --sh-exec and --lua-exec run a
+// program: exec; ncat's -o/--output and --append-output write.
+var ncSpec = &spec{
+	short: "ecpswiqxXoOIdTV",
+	long:  []string{"exec", "sh-exec", "lua-exec", "output", "hex-dump", "append-output"},
+}
+
+func ncRule(u *use, args []string) {
+	u.own |= Net
+	a := ncSpec.parse(args)
+	if a.has("-e", "-c", "--exec", "--sh-exec", "--lua-exec") {
+		u.own |= Exec
+	}
+	if a.has("-o", "--output", "--hex-dump", "--append-output") {
+		u.own |= Write
+	}
+	u.words(args)
+}
+
+// socat talks to the network; an EXEC or SYSTEM address runs a program: exec; a file
+// address (OPEN, CREATE, GOPEN, PIPE) writes, and its file is a path.
+func socatRule(u *use, args []string) {
+	u.own |= Net
+	for _, w := range args {
+		kind, rest, ok := strings.Cut(w, ":")
+		if !ok {
+			u.word(w)
+			continue
+		}
+		switch strings.ToUpper(kind) {
+		case "EXEC", "SYSTEM":
+			u.own |= Exec
+		case "OPEN", "CREATE", "GOPEN", "PIPE", "NAMEDPIPE", "FILE":
+			u.own |= Write
+			p, _, _ := strings.Cut(rest, ",")
+			u.path(p)
+		}
+		u.word(w)
+	}
+}
+
+// sshProgram reports whether an ssh -o option runs a local program.
+func sshProgram(o string) bool {
+	key, _, _ := strings.Cut(strings.TrimSpace(o), "=")
+	key, _, _ = strings.Cut(key, " ")
+	switch strings.ToLower(key) {
+	case "proxycommand", "localcommand", "permitlocalcommand", "knownhostscommand", "include", "match":
+		return true
+	}
+	return false
+}
+
+var sshSpec = &spec{short: "bcDEeFIiJLlmOopQRSWwB"}
+
+// ssh talks to the network. -o ProxyCommand/LocalCommand/KnownHostsCommand/Include and -F
+// (a config file that may hold them) run programs: exec. -E writes a log.
+func sshRule(u *use, args []string) {
+	u.own |= Net
+	a := sshSpec.parse(args)
+	sshExec(u, &a)
+	if a.has("-E") {
+		u.own |= Write
+	}
+	u.words(args)
+}
+
+func sshExec(u *use, a *args) {
+	if a.has("-F") {
+		u.own |= Exec
+	}
+	for _, o := range a.values("-o") {
+		if sshProgram(o) {
+			u.own |= Exec
+		}
+	}
+}
+
+// scp talks to the network and writes the files it copies here. -S names the program it
+// runs: exec; -o and -F as for ssh.
+var scpSpec = &spec{short: "cFiJloPSDX"}
+
+func scpRule(u *use, args []string) {
+	u.own |= Net | Read | Write
+	a := scpSpec.parse(args)
+	sshExec(u, &a)
+	if a.has("-S", "-D") {
+		u.own |= Exec
+	}
+	u.words(args)
+}
+
+// sftp talks to the network, writes what it gets and reads its commands from standard
+// input or -b, where "!" runs a local shell: exec.
+func sftpRule(u *use, args []string) {
+	u.own |= Net | Read | Write | Exec
+	u.words(args)
+}
+
+// netExec: a network client that reads commands where "!" runs a shell.
+func netExec(u *use, args []string) {
+	u.own |= Net | Exec
+	u.words(args)
+}
+
+// rsync copies files, over the network or not: read and write. -e/--rsh runs a program:
+// exec.
+var rsyncSpec = &spec{
+	short: "eBfTM",
+	long:  []string{"rsh", "rsync-path", "filter", "exclude", "exclude-from", "include", "include-from", "files-from", "log-file", "temp-dir", "partial-dir", "backup-dir", "compare-dest", "copy-dest", "link-dest", "password-file", "write-batch", "read-batch", "only-write-batch", "chmod", "chown", "usermap", "groupmap", "timeout", "contimeout", "port", "sockopts", "bwlimit", "max-size", "min-size", "suffix"},
+}
+
+func rsyncRule(u *use, args []string) {
+	u.own |= Net | Read | Write
+	a := rsyncSpec.parse(args)
+	if a.has("-e", "--rsh") {
+		u.own |= Exec
+	}
+	u.words(args)
+}
+
+// wrapper: a launcher is exec, and has every effect of the command it runs.
+func wrapper(s *spec) rule {
+	return func(u *use, args []string) {
+		u.own |= Exec
+		a := s.parse(args)
+		for _, o := range a.opts {
+			if o.hasValue {
+				u.word(o.value)
+			}
+		}
+		if len(a.operands) > 0 {
+			evaluate(u, a.operands)
+		}
+	}
+}
+
+// timeout DURATION COMMAND…
+func timeoutRule(u *use, args []string) {
+	u.own |= Exec
+	a := (&spec{short: "sk", long: []string{"signal", "kill-after"}, inOrder: true}).parse(args)
+	if len(a.operands) > 1 {
+		evaluate(u, a.operands[1:])
+	}
+}
+
+// env [NAME=VALUE…] COMMAND…: exec (it sets the environment of what it runs), plus the
+// command's effects. -S splits a string into a command line: its words may name paths.
+func envRule(u *use, args []string) {
+	u.own |= Exec
+	a := (&spec{short: "uCS", long: []string{"unset", "chdir", "split-string"}, inOrder: true}).parse(args)
+	for _, v := range a.values("-S", "--split-string", "-C", "--chdir") {
+		u.words(strings.Fields(v))
+	}
+	ops := a.operands
+	for len(ops) > 0 && strings.Contains(ops[0], "=") {
+		u.word(ops[0])
+		ops = ops[1:]
+	}
+	if len(ops) > 0 {
+		evaluate(u, ops)
+	}
+}
+
+// xargs runs a command (echo by default) with words read from its input: exec, plus the
+// command's effects; a command that writes may then write anywhere: outside and protected.
+func xargsRule(u *use, args []string) {
+	u.own |= Exec
+	a := (&spec{
+		short: "adEIsLnP", shortOpt: "eil",
+		long:    []string{"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"},
+		longOpt: []string{"eof", "replace", "max-lines"},
+		inOrder: true,
+	}).parse(args)
+	for _, f := range a.values("-a", "--arg-file") {
+		u.path(f)
+	}
+	if len(a.operands) == 0 {
+		return
+	}
+	inner := use{ctx: u.ctx, dir: u.dir}
+	evaluate(&inner, a.operands)
+	if inner.own.Has(Write) {
+		inner.own |= Outside | Protected
+	}
+	u.own |= inner.own
+	u.paths = append(u.paths, inner.paths...)
+	u.reads = append(u.reads, inner.reads...)
+}
+
+// time [-p] COMMAND…; GNU time's -o/--output writes its report.
+func timeRule(u *use, args []string) {
+	u.own |= Exec
+	a := (&spec{short: "of", long: []string{"output", "format"}, inOrder: true}).parse(args)
+	if a.has("-o", "--output") {
+		u.own |= Write
+		for _, f := range a.values("-o", "--output") {
+			u.path(f)
+		}
+	}
+	if len(a.operands) > 0 {
+		evaluate(u, a.operands)
+	}
+}
+
+// command COMMAND… runs it; command -v/-V only describes it.
+func commandRule(u *use, args []string) {
+	u.own |= Exec
+	a := (&spec{inOrder: true}).parse(args)
+	if a.has("-v", "-V") || len(a.operands) == 0 {
+		return
+	}
+	evaluate(u, a.operands)
+}
+
+// cleanRel joins a relative path onto dir lexically.
+func cleanRel(dir, p string) string {
+	if strings.HasPrefix(p, "/") || dir == "." || dir == "" {
+		return p
+	}
+	return path.Join(dir, p)
+}

@@ -1,0 +1,152 @@
+package policy
+
+import (
+	"strings"
+	"sync"
+)
+
+// Context holds the facts a decision needs about one session. Build it with a composite
+// literal and pass it by pointer; it is read once, at its first use (the entries behind the
+// path classes are resolved then), so change none of its fields afterwards: make a new one.
+type Context struct {
+	// Cwd is the working directory a script starts in, a sandbox path (under the local
+	// transport, the host path itself).
+	Cwd string
+	// Home is the host's home directory, where the credential stores of other programs
+	// live. Empty: HOME from Env.
+	Home string
+	// Env is the session environment, NAME=value (the last of a name wins). It gives the
+	// expansions of paddock policy check and the entries PATH, XDG_CONFIG_HOME,
+	// AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE, CLOUDSDK_CONFIG and RIPGREP_CONFIG_PATH.
+	Env []string
+	// Roots are the workspace roots, host paths.
+	Roots []string
+	// Settings are the settings files loaded, host paths: each is protected.
+	Settings []string
+	// ConfigDir is Paddock's own config directory on the host. Empty: $XDG_CONFIG_HOME/paddock,
+	// else Home/.config/paddock.
+	ConfigDir string
+	// Secrets are further secret entries, host paths, beyond the credential stores this
+	// package knows.
+	Secrets []string
+	// Ephemeral says the sandbox is a fresh one removed at the end: a path under no mount
+	// belongs to it alone and is not outside.
+	Ephemeral bool
+	// ToHost maps a sandbox path to the host path the classes are judged on; underMount
+	// is false for a path under no mount. Nil: the identity (the local transport).
+	ToHost func(sandbox string) (host string, underMount bool)
+	// FS gives the path facts, on host paths. Nil: OSFS.
+	FS FS
+	// Auto is the auto set Check decides with. Its zero value grants nothing; use
+	// DefaultAutoSet() for the default.
+	Auto AutoSet
+
+	once  sync.Once
+	rules *rules // set once, by compile
+}
+
+// Getenv returns the value of a variable of Env ("" when unset).
+func (c *Context) Getenv(name string) string {
+	v, _ := lookupEnv(c.Env, name)
+	return v
+}
+
+func lookupEnv(env []string, name string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func (c *Context) fs() FS {
+	if c.FS == nil {
+		return OSFS{}
+	}
+	return c.FS
+}
+
+// home is the host home directory.
+func (c *Context) home() string {
+	if c.Home != "" {
+		return c.Home
+	}
+	return c.Getenv("HOME")
+}
+
+// compiled returns the rules, resolving them at the first call.
+func (c *Context) compiled() *rules {
+	c.once.Do(func() { c.rules = compile(c) })
+	return c.rules
+}
+
+// abs makes a path absolute against dir. It does not clean it: ".." must step up from the
+// real directory, which only Real knows.
+func abs(dir, p string) string {
+	if strings.HasPrefix(p, "/") {
+		return p
+	}
+	if dir == "" {
+		dir = "/"
+	}
+	return dir + "/" + p
+}
+
+// facts are what the effects of a step need to know of one path.
+type facts struct {
+	class PathClass
+	// holds: the path is a secret or an ancestor of a secret entry.
+	holds bool
+	// local: a path under no mount of an ephemeral sandbox, which changes nothing outside.
+	local bool
+}
+
+// secretish reports whether naming the path adds secret.
+func (f facts) secretish() bool { return f.class == ClassSecret || f.holds }
+
+// paths judges the paths one step names. Within one judgment the disk is taken not to
+// change, so the step's working directory is resolved once, and a relative path goes on
+// from its real place (as the kernel goes on from a process's working directory).
+type paths struct {
+	ctx      *Context
+	cwd      string // sandbox path
+	resolved bool
+	real     string // the real working directory, under the identity map
+	links    int    // the symlinks followed to reach it
+	loop     bool
+}
+
+func (c *Context) paths(cwd string) *paths { return &paths{ctx: c, cwd: cwd} }
+
+// facts judges the sandbox path p (absolute or relative to the working directory). full
+// asks for the whole class; without it only whether the path is or holds a secret is
+// sure, which is all a step that does not write needs.
+func (ps *paths) facts(p string, full bool) facts {
+	c := ps.ctx
+	r := c.compiled()
+	if c.ToHost == nil {
+		if strings.HasPrefix(p, "/") {
+			return r.host.judge(c.fs(), p, full)
+		}
+		if !ps.resolved {
+			ps.real, ps.links, ps.loop = resolve(c.fs(), "/", components(abs("/", ps.cwd)), 0)
+			ps.resolved = true
+		}
+		if ps.loop {
+			return r.host.judge(c.fs(), abs(ps.cwd, p), full)
+		}
+		real, _, loop := resolve(c.fs(), ps.real, components(p), ps.links)
+		return r.host.judgeReal(c.fs(), real, loop, full)
+	}
+	sp := abs(ps.cwd, p)
+	host, ok := c.ToHost(sp)
+	if ok {
+		return r.host.judge(c.fs(), host, full)
+	}
+	f := r.sandbox.judge(nil, sp, full)
+	if c.Ephemeral && f.class == ClassOutside {
+		f.local = true
+	}
+	return f
+}

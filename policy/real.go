@@ -1,0 +1,85 @@
+package policy
+
+import (
+	"io/fs"
+	"path"
+	"strings"
+)
+
+// MaxLinks is how many symlinks one resolution follows, as Linux does; one more is a loop.
+const MaxLinks = 40
+
+// Real returns the real location of the absolute path p, as the kernel would reach it:
+// every symlink of the existing part is followed (a dangling one too: its target is where a
+// write would land), ".." steps up from the real directory ("/.." is "/"), and the part
+// that does not exist stays as written. When more than MaxLinks symlinks are met the path
+// loops: loop is true and real is as far as the resolution got, the rest appended as
+// written. A relative p is taken from "/".
+//
+// Law (path_real_has_no_link): unless it looped, no prefix of real is a symlink in fsys.
+func Real(fsys FS, p string) (real string, loop bool) {
+	real, _, loop = resolve(fsys, "/", components(p), 0)
+	return real, loop
+}
+
+// resolve walks queue from the real directory cur, links symlinks already followed; it
+// returns the real path and the links followed in all.
+func resolve(fsys FS, cur string, queue []string, links int) (real string, n int, loop bool) {
+	missing := 0 // trailing components of cur known not to exist
+	for len(queue) > 0 {
+		c := queue[0]
+		queue = queue[1:]
+		if c == ".." {
+			cur = path.Dir(cur)
+			if missing > 0 {
+				missing--
+			}
+			continue
+		}
+		next := join(cur, c)
+		if missing > 0 {
+			cur, missing = next, missing+1
+			continue
+		}
+		fi, err := fsys.Lstat(next)
+		if err != nil {
+			cur, missing = next, 1
+			continue
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		target, err := fsys.Readlink(next)
+		if err != nil {
+			// A link we cannot read: keep it as written rather than guess.
+			cur = next
+			continue
+		}
+		if links++; links > MaxLinks {
+			return path.Join(append([]string{next}, queue...)...), links, true
+		}
+		if strings.HasPrefix(target, "/") {
+			cur = "/"
+		}
+		queue = append(components(target), queue...)
+	}
+	return cur, links, false
+}
+
+// join appends one component to a clean absolute directory.
+func join(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
+// under reports whether dir holds p, component-wise: "/work" holds "/work" and "/work/a",
+// not "/workshop". Both are clean and absolute.
+func under(p, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return p == dir || (len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir)
+}

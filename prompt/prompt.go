@@ -1,0 +1,135 @@
+// Package prompt is the terminal's interactive client: it shows each question a session's
+// steps ask, every line of the step escaped, and reads the answer. Enter alone answers no.
+package prompt
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"unicode"
+
+	"github.com/paddockhq/paddock/orchestrator"
+)
+
+// Terminal is an interactive client on a terminal.
+type Terminal struct {
+	in     *bufio.Reader
+	out    io.Writer
+	answer func(id string, a orchestrator.Answer) error
+
+	mu      sync.Mutex
+	queue   []orchestrator.Question // guarded by mu
+	settled map[string]bool         // guarded by mu
+	wake    chan struct{}
+}
+
+// New returns a terminal client reading answers from in and writing prompts to out; answer
+// delivers an answer to the session the client is attached to.
+func New(in io.Reader, out io.Writer, answer func(id string, a orchestrator.Answer) error) *Terminal {
+	return &Terminal{in: bufio.NewReader(in), out: out, answer: answer, settled: map[string]bool{}, wake: make(chan struct{}, 1)}
+}
+
+// Kind says the terminal is shown every question.
+func (t *Terminal) Kind() orchestrator.ClientKind { return orchestrator.Interactive }
+
+// Notify queues a question, or notes that one is settled. It never blocks.
+func (t *Terminal) Notify(e orchestrator.Event) {
+	t.mu.Lock()
+	switch e.Kind {
+	case orchestrator.EventQuestion:
+		t.queue = append(t.queue, *e.Question)
+	case orchestrator.EventSettled:
+		t.settled[e.Settled.ID] = true
+	}
+	t.mu.Unlock()
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run asks the queued questions one by one until ctx ends or the input does.
+func (t *Terminal) Run(ctx context.Context) error {
+	for {
+		q, ok := t.next()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.wake:
+				continue
+			}
+		}
+		fmt.Fprint(t.out, Render(q))
+		line, err := t.in.ReadString('\n')
+		if err != nil && line == "" {
+			return err
+		}
+		a := orchestrator.Answer{Client: "terminal"}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+			a.Approve = true
+		case "a", "always":
+			a.Approve, a.ForSession = true, true
+		}
+		err = t.answer(q.ID, a)
+		var gone *orchestrator.GoneError
+		if errors.As(err, &gone) {
+			fmt.Fprintln(t.out, "(already settled)")
+		} else if err != nil {
+			return err
+		}
+	}
+}
+
+// next takes the first queued question that is not settled yet.
+func (t *Terminal) next() (orchestrator.Question, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for len(t.queue) > 0 {
+		q := t.queue[0]
+		t.queue = t.queue[1:]
+		if !t.settled[q.ID] {
+			return q, true
+		}
+	}
+	return orchestrator.Question{}, false
+}
+
+// Render writes a question as the terminal shows it: who asks, the effects, every line of
+// the step with control and bidirectional characters escaped, and the choices. The default
+// (Enter alone) is no.
+func Render(q orchestrator.Question) string {
+	var b strings.Builder
+	who := "a step"
+	if q.Subagent != "" {
+		who = fmt.Sprintf("subagent %s", Escape(q.Subagent))
+	}
+	fmt.Fprintf(&b, "\n%s asks to run step %d [%s]:\n", who, q.Step+1, strings.Join(q.Effects, ", "))
+	for _, line := range strings.Split(q.Command, "\n") {
+		fmt.Fprintf(&b, "  %s\n", Escape(line))
+	}
+	b.WriteString("Run it? [y]es, [a]lways for this session, [N]o: ")
+	return b.String()
+}
+
+// Escape writes every control or bidirectional-formatting character of s as a $'…' escape,
+// so that what a person reads is what runs.
+func Escape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\t' || (r >= 0x20 && r != 0x7f && !unicode.Is(unicode.Bidi_Control, r) && !unicode.IsControl(r) && r != '\u2028' && r != '\u2029'):
+			b.WriteRune(r)
+		case r < 0x100:
+			fmt.Fprintf(&b, `$'\x%02x'`, r)
+		default:
+			fmt.Fprintf(&b, `$'\u%04x'`, r)
+		}
+	}
+	return b.String()
+}
