@@ -79,3 +79,14 @@ func CodeOf(err error) string {
 	}
 	return ""
 }
+
+// OutsideError is a working directory under no mount of the path map: the kernel would
+// work where the host cannot follow it.
+type OutsideError struct{ Cwd string }
+
+func (e *OutsideError) Error() string {
+	return fmt.Sprintf("ssh: the working directory %q is outside every mount of the path map; add a mount (pathMap) for it, or use workspace sync", e.Cwd)
+}
+
+// Code is the stable code of the error.
+func (e *OutsideError) Code() string { return "outside" }

@@ -120,6 +120,11 @@ func (t *Transport) sum(p string) (string, error) {
 // spec.Kernel is used when the box has the host's architecture; otherwise, or when it is
 // "", the Kernels finder gives one for the box's.
 func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	if spec.PathMap != nil {
+		if _, ok := spec.PathMap.Mount(spec.Cwd); !ok {
+			return nil, &OutsideError{Cwd: spec.Cwd}
+		}
+	}
 	p := t.pool()
 	l, err := p.Get(ctx, t.Host)
 	if err != nil {
