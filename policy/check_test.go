@@ -38,7 +38,7 @@ func TestCheckSteps(t *testing.T) {
 		{"echo $EMPTY x", []string{"echo x"}, []string{""}},
 		// cd, export, assignments and unset carry to later steps.
 		{"cd src && cat main.go", []string{"cd src", "cat main.go"}, []string{"", "read"}},
-		{"cd; ls", []string{"cd", "ls"}, []string{"", "read,secret"}}, // cd alone names no path
+		{"cd; ls", []string{"cd", "ls"}, []string{"", "read,secret"}},                         // cd alone names no path
 		{"cd /home/u && ls", []string{"cd /home/u", "ls"}, []string{"secret", "read,secret"}}, // cd names a path that holds one
 		{"cd src; cd ..; ls", []string{"cd src", "cd ..", "ls"}, []string{"", "", "read"}},
 		{"cd keys/..; ls", []string{"cd keys/..", "ls"}, []string{"secret", "read"}}, // cd is logical

@@ -141,9 +141,9 @@ func TestStepWorkingDirectory(t *testing.T) {
 		{home, "cat notes.txt", "read"},
 		{home, "ls", "read,secret"},
 		{home, "ls -la", "read,secret"},
-		{home, "ls -I x", "read,secret"},           // -I takes the next word
-		{home, "ls --ignore x", "read,secret"},     // so does --ignore
-		{home, "ls --ign x", "read,secret"},        // and any prefix of it
+		{home, "ls -I x", "read,secret"},       // -I takes the next word
+		{home, "ls --ignore x", "read,secret"}, // so does --ignore
+		{home, "ls --ign x", "read,secret"},    // and any prefix of it
 		{home, "ls repo", "read"},
 		{home, "ls .ssh", "read,secret"},
 		{home, "du", "read,secret"},
@@ -166,7 +166,7 @@ func TestStepWorkingDirectory(t *testing.T) {
 		{home, "rg --files repo", "read"},
 		{home, "rg -f pats", "read,secret"},
 		{home, "rg --regexp x repo", "read"},
-		{home, "rg -g '*.go' x", "read,secret"},    // -g takes the next word
+		{home, "rg -g '*.go' x", "read,secret"}, // -g takes the next word
 		{home, "rg -g '*.go' x repo", "read"},
 		{home, "grep x notes.txt", "read"},
 		{home, "grep x", "read"}, // not recursive: standard input

@@ -20,7 +20,9 @@ func newPolicyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Show the decisions the host makes about shell steps",
-		Args:  usageArgs(cobra.NoArgs),
+		// An unknown subcommand is a usage error; the bare command shows the help.
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newPolicyCheckCmd())
 	return cmd

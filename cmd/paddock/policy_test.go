@@ -1,0 +1,153 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/paddockhq/paddock/policy/policytest"
+)
+
+// buildPaddock builds the paddock command into a new directory and returns its path.
+func buildPaddock(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "paddock")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// policyCheck is the JSON paddock policy check --json prints.
+type policyCheck struct {
+	Grammar string `json:"grammar"`
+	Steps   []struct {
+		Command string   `json:"command"`
+		Effects []string `json:"effects"`
+		Asks    *bool    `json:"asks"`
+	} `json:"steps"`
+	Effects []string `json:"effects"`
+}
+
+// TestPolicyCorpus passes every row of the command corpus through
+// paddock policy check --json, in the fixture the corpus describes: the copy kept in
+// policy/testdata, and the shared one beside the repository when it is there.
+func TestPolicyCorpus(t *testing.T) {
+	bin := buildPaddock(t)
+	ws := t.TempDir()
+	if err := policytest.Fixture(ws); err != nil {
+		t.Fatal(err)
+	}
+	files := []string{filepath.Join("..", "..", "policy", "testdata", "commands.tsv")}
+	if shared := filepath.Join("..", "..", "..", "shared", "corpus", "commands.tsv"); fileExists(shared) {
+		files = append(files, shared)
+	}
+	for _, file := range files {
+		rows, err := policytest.ReadCorpus(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) < 40 {
+			t.Fatalf("%s: %d rows", file, len(rows))
+		}
+		for _, row := range rows {
+			cmd := exec.Command(bin, "policy", "check", "--json", "--", row.Command)
+			cmd.Dir, cmd.Env = ws, policytest.CorpusEnv(ws)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Errorf("%s:%d: %q: %v", file, row.Line, row.Command, err)
+				continue
+			}
+			var got policyCheck
+			dec := json.NewDecoder(strings.NewReader(string(out)))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&got); err != nil {
+				t.Errorf("%s:%d: %q: %v: %s", file, row.Line, row.Command, err, out)
+				continue
+			}
+			if !slices.Equal(got.Effects, row.Effects) {
+				t.Errorf("%s:%d: %q: effects %v, want %v (%s)", file, row.Line, row.Command, got.Effects, row.Effects, row.Why)
+			}
+			checkShape(t, row.Command, got)
+		}
+	}
+}
+
+// checkShape holds the JSON form: a grammar, one step at least (exactly one for exec), each
+// with a command, sorted effects and asks; the top-level effects their sorted union.
+func checkShape(t *testing.T, src string, got policyCheck) {
+	t.Helper()
+	if got.Grammar != "steps" && got.Grammar != "exec" || len(got.Steps) == 0 || (got.Grammar == "exec" && len(got.Steps) != 1) {
+		t.Errorf("%q: grammar %q, %d steps", src, got.Grammar, len(got.Steps))
+	}
+	var union []string
+	for _, s := range got.Steps {
+		if s.Command == "" || s.Effects == nil || s.Asks == nil || !slices.IsSorted(s.Effects) {
+			t.Errorf("%q: step %+v", src, s)
+		}
+		union = append(union, s.Effects...)
+	}
+	slices.Sort(union)
+	if union = slices.Compact(union); !slices.Equal(union, got.Effects) && !(len(union) == 0 && len(got.Effects) == 0) {
+		t.Errorf("%q: effects %v, union of the steps %v", src, got.Effects, union)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// A wrong command line exits 2; a script that does not parse, 1; a check, 0.
+func TestPolicyExitCodes(t *testing.T) {
+	bin := buildPaddock(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"policy", "check", "--", "ls"}, 0},
+		{[]string{"policy", "check", "--auto-effects", "", "--", "cat ~/.netrc"}, 0},
+		{[]string{"policy", "check"}, 2},
+		{[]string{"policy", "check", "--", "ls", "pwd"}, 2},
+		{[]string{"policy", "check", "--auto-effects", "read,secret", "--", "ls"}, 2},
+		{[]string{"policy", "check", "--auto-effects", "bogus", "--", "ls"}, 2},
+		{[]string{"policy", "check", "--bogus", "--", "ls"}, 2},
+		{[]string{"policy", "bogus"}, 2},
+		{[]string{"policy", "check", "--", "echo 'unclosed"}, 1},
+	} {
+		err := exec.Command(bin, tc.args...).Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.code {
+			t.Errorf("paddock %q: exit %d, want %d", tc.args, code, tc.code)
+		}
+	}
+}
+
+// TestPolicyScripts runs testdata/script/policy*.txtar with paddock on PATH.
+func TestPolicyScripts(t *testing.T) {
+	bin := buildPaddock(t)
+	files, err := filepath.Glob(filepath.Join("testdata", "script", "policy*.txtar"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts: %v", err)
+	}
+	testscript.Run(t, testscript.Params{
+		Files: files,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+e.Getenv("PATH"))
+			return nil
+		},
+	})
+}
