@@ -64,6 +64,7 @@ func (f *transportFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.mounts, "mount", nil, "HOST:SANDBOX[:ro], a directory both sides see (default for docker: the workspace at its own path; repeatable)")
 	fs.StringVar(&f.wrap, "wrap", "", `wrapped: the wrapper command, e.g. "docker exec -i box"`)
 	fs.String("kernel-path", "", "wrapped: the kernel binary's path in the sandbox (default: the host's)")
+	registerSSH(fs)
 }
 
 // configure fills in the transport part of a session's configuration from the settings,
@@ -140,6 +141,12 @@ func (f *transportFlags) configure(ctx context.Context, cfg *orchestrator.Config
 		notes = append(notes, diags...)
 		cfg.Transport = &wrapped.Transport{ArgvPrefix: prefix, KernelPath: kt.Wrapped.KernelPath, Stderr: os.Stderr}
 		cfg.Kernel, cfg.Env, cfg.PathMap = kernel, env, pm
+	case "ssh":
+		ssh, err := f.configureSSH(ctx, cfg, kt)
+		if err != nil {
+			return "", err
+		}
+		notes = append(notes, ssh...)
 	default:
 		return "", &usageError{msg: fmt.Sprintf("unknown transport %q (docker, wrapped or local)", kind)}
 	}

@@ -45,34 +45,59 @@ func (c *Conn) probe(ctx context.Context) (*box, error) {
 		}
 		return nil, &Error{Code: CodeBox, Host: c.Target.Name, Err: err}
 	}
-	s, err := c.NewSession()
-	if err != nil {
-		return fail(fmt.Errorf("open a session: %w", err))
+	// uname -m on a session and the home over SFTP, at once: each costs the box a process.
+	type homeOf struct {
+		home string
+		err  error
 	}
-	var out, errOut bytes.Buffer
-	s.Stdout, s.Stderr = &out, &errOut
-	err = runCtx(ctx, s, "uname -m")
-	if err != nil {
-		return fail(fmt.Errorf("uname -m: %v: %s", err, strings.TrimSpace(errOut.String())))
-	}
-	arch := goArch(out.String())
-	if arch == "" {
-		return fail(fmt.Errorf("no kernel for machine %q", strings.TrimSpace(out.String())))
-	}
-	sc, err := c.sftp()
+	homeCh := make(chan homeOf, 1)
+	go func() {
+		sc, err := c.sftp()
+		if err != nil {
+			homeCh <- homeOf{err: err}
+			return
+		}
+		defer sc.Close()
+		stop := context.AfterFunc(ctx, func() { sc.Close() })
+		defer stop()
+		home, err := sc.Getwd()
+		if err != nil {
+			err = fmt.Errorf("home directory: %w", err)
+		}
+		homeCh <- homeOf{home, err}
+	}()
+	arch, err := c.machine(ctx)
+	h := <-homeCh
 	if err != nil {
 		return fail(err)
 	}
-	defer sc.Close()
-	home, err := sc.Getwd()
-	if err != nil {
-		return fail(fmt.Errorf("home directory: %w", err))
+	if h.err != nil {
+		return fail(h.err)
 	}
+	home := h.home
 	b = &box{arch: arch, home: home, kernels: map[string]string{}}
 	c.mu.Lock()
 	c.box = b
 	c.mu.Unlock()
 	return b, nil
+}
+
+// machine runs uname -m on the box and returns its Go architecture.
+func (c *Conn) machine(ctx context.Context) (string, error) {
+	s, err := c.NewSession()
+	if err != nil {
+		return "", fmt.Errorf("open a session: %w", err)
+	}
+	var out, errOut bytes.Buffer
+	s.Stdout, s.Stderr = &out, &errOut
+	if err := runCtx(ctx, s, "uname -m"); err != nil {
+		return "", fmt.Errorf("uname -m: %v: %s", err, strings.TrimSpace(errOut.String()))
+	}
+	arch := goArch(out.String())
+	if arch == "" {
+		return "", fmt.Errorf("no kernel for machine %q", strings.TrimSpace(out.String()))
+	}
+	return arch, nil
 }
 
 // runCtx runs cmd on s, closing s when ctx ends first.
