@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -119,30 +120,42 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 	if workers <= 0 {
 		workers = 4 * runtime.GOMAXPROCS(0)
 	}
+	// Work is handed out a directory at a time: creates in one directory serialize on its
+	// lock, so workers that share directories wait for each other.
+	var chunks []int // start index of each run of entries in one directory
+	for i, e := range entries {
+		if e.Kind != Dir && (len(chunks) == 0 || path.Dir(entries[chunks[len(chunks)-1]].Path) != path.Dir(e.Path)) {
+			chunks = append(chunks, i)
+		}
+	}
 	var next atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	for range workers {
 		g.Go(func() error {
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(entries) {
+				ci := int(next.Add(1) - 1)
+				if ci >= len(chunks) {
 					return nil
 				}
-				if i%256 == 0 {
-					if err := gctx.Err(); err != nil {
-						return err
+				if err := gctx.Err(); err != nil {
+					return err
+				}
+				dir := path.Dir(entries[chunks[ci]].Path)
+				for i := chunks[ci]; i < len(entries) && (ci+1 >= len(chunks) || i < chunks[ci+1]); i++ {
+					r := &m.records[i]
+					if r.Kind == Dir || path.Dir(r.Path) != dir {
+						continue
 					}
-				}
-				r := &m.records[i]
-				var err error
-				switch r.Kind {
-				case File:
-					err = c.file(r)
-				case Symlink:
-					err = c.symlink(r)
-				}
-				if err != nil {
-					return fmt.Errorf("clone %s: %w", r.Path, err)
+					var err error
+					switch r.Kind {
+					case File:
+						err = c.file(r)
+					case Symlink:
+						err = c.symlink(r)
+					}
+					if err != nil {
+						return fmt.Errorf("clone %s: %w", r.Path, err)
+					}
 				}
 			}
 		})
@@ -242,21 +255,12 @@ func (c *cloner) file(r *record) error {
 	reflinked := true
 	for _, root := range []string{c.base, c.copy} {
 		dst := filepath.Join(root, filepath.FromSlash(r.Path))
-		cloned, err := c.cloneFile(fd, src, dst, r.Parent)
+		cloned, f, err := c.cloneFile(fd, src, dst, r.Parent, atime)
 		if err != nil {
 			return err
 		}
 		reflinked = reflinked && cloned
-		if err := unix.UtimesNano(dst, []unix.Timespec{unix.NsecToTimespec(atime), unix.NsecToTimespec(r.Parent.Mtime)}); err != nil {
-			return &pathError{op: "utimes", path: dst, err: err}
-		}
-		if root == c.copy {
-			f, _, err := lstatFacts(dst)
-			if err != nil {
-				return err
-			}
-			r.Copy = f
-		}
+		r.Copy = f // the copy's, made last
 	}
 	if reflinked {
 		c.cloned.Add(1)
@@ -267,24 +271,33 @@ func (c *cloner) file(r *record) error {
 	return nil
 }
 
-// cloneFile makes dst with the content and permission bits of the open file fd, sharing
-// its extents when the filesystem can. It reports whether it did.
-func (c *cloner) cloneFile(fd int, src, dst string, fa facts) (bool, error) {
+// cloneFile makes dst with the content, permission bits and times of the open file fd,
+// sharing its extents when the filesystem can. It reports whether it did, and dst's facts.
+func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64) (bool, facts, error) {
 	perm := fa.Mode & 0o7777
+	times := []unix.Timespec{unix.NsecToTimespec(atime), unix.NsecToTimespec(fa.Mtime)}
 	if reflinkCreates && !c.noReflink.Load() {
 		switch err := reflink(-1, fd, src, dst); {
 		case err == nil:
-			return true, chmod(dst, perm)
+			if err := chmod(dst, perm); err != nil {
+				return false, facts{}, err
+			}
+			if err := unix.UtimesNano(dst, times); err != nil {
+				return false, facts{}, &pathError{op: "utimes", path: dst, err: err}
+			}
+			f, _, err := lstatFacts(dst)
+			return true, f, err
 		case errors.Is(err, errNoReflink):
 			c.noReflink.Store(true)
 		default:
-			return false, &pathError{op: "clone", path: dst, err: err}
+			return false, facts{}, &pathError{op: "clone", path: dst, err: err}
 		}
 	}
 	out, err := unix.Open(dst, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, perm)
 	if err != nil {
-		return false, &pathError{op: "create", path: dst, err: err}
+		return false, facts{}, &pathError{op: "create", path: dst, err: err}
 	}
+	defer unix.Close(out)
 	cloned := false
 	if !reflinkCreates && !c.noReflink.Load() {
 		switch err := reflink(out, fd, src, dst); {
@@ -293,26 +306,27 @@ func (c *cloner) cloneFile(fd int, src, dst string, fa facts) (bool, error) {
 		case errors.Is(err, errNoReflink):
 			c.noReflink.Store(true)
 		default:
-			unix.Close(out)
-			return false, &pathError{op: "clone", path: dst, err: err}
+			return false, facts{}, &pathError{op: "clone", path: dst, err: err}
 		}
 	}
 	if !cloned && fa.Size > 0 {
 		if err := copyBytes(out, fd, fa.Size); err != nil {
-			unix.Close(out)
-			return false, &pathError{op: "copy", path: dst, err: err}
+			return false, facts{}, &pathError{op: "copy", path: dst, err: err}
 		}
 	}
 	if perm&umask != 0 || perm&^0o777 != 0 {
 		if err := unix.Fchmod(out, perm); err != nil {
-			unix.Close(out)
-			return false, &pathError{op: "chmod", path: dst, err: err}
+			return false, facts{}, &pathError{op: "chmod", path: dst, err: err}
 		}
 	}
-	if err := unix.Close(out); err != nil {
-		return false, &pathError{op: "close", path: dst, err: err}
+	if err := futimens(out, dst, times); err != nil {
+		return false, facts{}, &pathError{op: "utimes", path: dst, err: err}
 	}
-	return cloned, nil
+	var st unix.Stat_t
+	if err := unix.Fstat(out, &st); err != nil {
+		return false, facts{}, &pathError{op: "fstat", path: dst, err: err}
+	}
+	return cloned, factsOf(&st), nil
 }
 
 func (c *cloner) symlink(r *record) error {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -75,112 +74,6 @@ func checkClone(t *testing.T, parent, dir string) {
 			t.Errorf("%s keeps other modes or times than the parent:\n%s", d, diff)
 		}
 	}
-}
-
-// fiemapExtent is struct fiemap_extent (linux/fiemap.h).
-type fiemapExtent struct {
-	Logical, Physical, Length uint64
-	_                         [2]uint64
-	Flags                     uint32
-	_                         [3]uint32
-}
-
-// fiemap is struct fiemap with room for extents.
-type fiemap struct {
-	Start, Length                  uint64
-	Flags, Mapped, Count, Reserved uint32
-	Extents                        [32]fiemapExtent
-}
-
-const (
-	fsIocFiemap        = 0xC020660B // _IOWR('f', 11, struct fiemap)
-	fiemapFlagSync     = 0x1
-	fiemapExtentShared = 0x2000
-)
-
-// extents returns the physical extents of a file and whether each is shared.
-func extents(t testing.TB, name string) []fiemapExtent {
-	t.Helper()
-	f, err := os.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fm := fiemap{Length: ^uint64(0), Flags: fiemapFlagSync, Count: 32}
-	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), fsIocFiemap, uintptr(unsafe.Pointer(&fm))); errno != 0 {
-		t.Fatalf("FIEMAP %s: %v", name, errno)
-	}
-	return fm.Extents[:fm.Mapped]
-}
-
-// On XFS with reflinks the clone shares the parent's extents: FIEMAP shows the same
-// physical blocks, flagged shared, and the clone takes almost no space.
-func TestCloneReflinksOnXFS(t *testing.T) {
-	root := onFS(t, "xfs")
-	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
-	cloneTree(t, parent)
-	var before unix.Statfs_t
-	unix.Statfs(root, &before)
-	rep, err := Clone(context.Background(), parent, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var after unix.Statfs_t
-	unix.Statfs(root, &after)
-	if rep.Files != 4 || rep.Cloned != rep.Files || rep.Copied != 0 || len(rep.Warnings) > 0 {
-		t.Errorf("report %+v: want every file cloned, no warning", rep)
-	}
-	if rep.Symlinks != 3 || rep.Dirs != 5 {
-		t.Errorf("report %+v: want 3 symlinks and 5 directories", rep)
-	}
-	checkClone(t, parent, dir)
-	src := extents(t, filepath.Join(parent, "big.bin"))
-	if len(src) == 0 {
-		t.Fatal("no extents for the parent's file")
-	}
-	for _, d := range []string{BaseDir, CopyDir} {
-		got := extents(t, filepath.Join(dir, d, "big.bin"))
-		if len(got) != len(src) {
-			t.Fatalf("%s: %d extents, parent %d", d, len(got), len(src))
-		}
-		for i := range got {
-			if got[i].Physical != src[i].Physical || got[i].Flags&fiemapExtentShared == 0 {
-				t.Errorf("%s extent %d: physical %d flags %#x, parent's at %d: not shared", d, i, got[i].Physical, got[i].Flags, src[i].Physical)
-			}
-		}
-	}
-	used := int64(before.Bfree-after.Bfree) * before.Bsize
-	if used > 2<<20 {
-		t.Errorf("two clones of 8 MiB took %d bytes of free space", used)
-	}
-	// The hand-back of a changed clone takes the child's file, again by extents.
-	os.WriteFile(filepath.Join(dir, CopyDir, "src/a.go"), []byte("package b"), 0o644)
-	if _, err := Handback(context.Background(), dir); err != nil {
-		t.Fatal(err)
-	}
-	if data, _ := os.ReadFile(filepath.Join(parent, "src/a.go")); string(data) != "package b" {
-		t.Errorf("parent's a.go = %q after the hand-back", data)
-	}
-}
-
-// On ext4, which cannot clone extents, every file is copied by bytes and the report warns
-// with the counts; the trees are still exact.
-func TestCloneWarnsOnExt4(t *testing.T) {
-	root := onFS(t, "ext4")
-	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
-	cloneTree(t, parent)
-	rep, err := Clone(context.Background(), parent, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Cloned != 0 || rep.Copied != 4 || rep.CopiedB != rep.Bytes || rep.Bytes < 8<<20 {
-		t.Errorf("report %+v: want 4 files copied, all bytes", rep)
-	}
-	want := fmt.Sprintf("%d of %d files (%d bytes)", rep.Copied, rep.Files, rep.CopiedB)
-	if len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], want) {
-		t.Errorf("warnings %q, want one saying %q", rep.Warnings, want)
-	}
-	checkClone(t, parent, dir)
 }
 
 // A clone is exact wherever it runs (here, the test's temporary directory).

@@ -81,8 +81,17 @@ func Handback(ctx context.Context, dir string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep, err := merge(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return rep, Discard(dir)
+}
+
+// merge is the hand-back up to its report: everything but removing the base and the copy.
+func merge(ctx context.Context, dir string) (*Report, error) {
 	if rep, err := readReport(dir); err == nil {
-		return rep, finish(dir)
+		return rep, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -118,11 +127,12 @@ func Handback(ctx context.Context, dir string) (*Report, error) {
 		return nil, err
 	}
 	step("report")
-	return rep, finish(dir)
+	return rep, nil
 }
 
-// finish removes the base and the copy once the report is written.
-func finish(dir string) error {
+// Discard removes the base and the copy of a workspace (Handback does, once its report
+// is written); the manifest, the report and the saved conflicts stay.
+func Discard(dir string) error {
 	for _, name := range []string{CopyDir, BaseDir} {
 		if err := removeAll(filepath.Join(dir, name)); err != nil {
 			return err
@@ -562,10 +572,8 @@ func cloneOne(src, dst string) error {
 		return err
 	}
 	c := &cloner{}
-	if _, err := c.cloneFile(fd, src, dst, factsOf(&st)); err != nil {
-		return err
-	}
-	return unix.UtimesNano(dst, []unix.Timespec{st.Atim, st.Mtim})
+	_, _, err = c.cloneFile(fd, src, dst, factsOf(&st), st.Atim.Nano())
+	return err
 }
 
 func (h *handback) report(facts []PathFacts, steps []Step) *Report {

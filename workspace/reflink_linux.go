@@ -1,6 +1,10 @@
 package workspace
 
-import "golang.org/x/sys/unix"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 // reflink clones the extents of the open file src into the new empty file dst (FICLONE).
 // It returns errNoReflink when the filesystem cannot share extents between them.
@@ -34,6 +38,15 @@ func copyBytes(dst, src int, size int64) error {
 		if n == 0 {
 			break // the file shrank under us
 		}
+	}
+	return nil
+}
+
+// futimens sets the times of the open file fd (utimensat with no path).
+func futimens(fd int, _ string, ts []unix.Timespec) error {
+	_, _, errno := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+	if errno != 0 {
+		return errno
 	}
 	return nil
 }
