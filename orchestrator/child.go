@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/paddockhq/paddock/transport/pathmap"
 	"github.com/paddockhq/paddock/workspace"
 )
 
@@ -79,6 +80,15 @@ func (s *Session) Spawn(ctx context.Context, cc ChildConfig) (*Session, error) {
 		}
 		ch.dir, ch.clone = dir, rep
 		cfg.Workspace = filepath.Join(dir, "copy")
+		if cfg.PathMap != nil {
+			// The child sees its copy where the parent sees the workspace.
+			m, err := remount(cfg.PathMap, s.cwd, cfg.Workspace)
+			if err != nil {
+				_ = workspace.Discard(dir)
+				return nil, fmt.Errorf("session %s: spawn %s: %w", s.id, cc.Name, err)
+			}
+			cfg.PathMap = m
+		}
 	default:
 		return nil, fmt.Errorf("session %s: spawn: unknown workspace %q (want shared or isolated)", s.id, cc.Workspace)
 	}
@@ -95,6 +105,21 @@ func (s *Session) Spawn(ctx context.Context, cc ChildConfig) (*Session, error) {
 func openChild(ctx context.Context, cfg Config, parent *Session, name string, ch *child) (*Session, error) {
 	cfg.parent, cfg.name, cfg.child = parent, name, ch
 	return Open(ctx, cfg)
+}
+
+// remount returns m with the directory at sandbox path at seen from host instead.
+func remount(m *pathmap.Map, at, host string) (*pathmap.Map, error) {
+	mounts := m.Mounts()
+	found := false
+	for i := range mounts {
+		if mounts[i].Sandbox == at {
+			mounts[i].Host, found = host, true
+		}
+	}
+	if !found {
+		mounts = append(mounts, pathmap.Mount{Sandbox: at, Host: host})
+	}
+	return pathmap.New(mounts...)
 }
 
 // Handback returns an isolated child's hand-back report once it has closed (nil before, and
@@ -122,7 +147,9 @@ func (s *Session) handBack(ctx context.Context) error {
 	if s.child == nil || s.child.dir == "" {
 		return nil
 	}
+	s.parent.merge.Lock() // children that end together are handed back one after another
 	rep, err := workspace.Handback(ctx, s.child.dir)
+	s.parent.merge.Unlock()
 	if err != nil {
 		return fmt.Errorf("session %s: hand-back: %w", s.id, err)
 	}

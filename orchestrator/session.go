@@ -74,10 +74,12 @@ type Session struct {
 	gate    Gatekeeper // decides each step
 	pgate   *policyGate
 
-	jobs jobs
-	life context.Context // ends when the session closes: the lifetime of its jobs
-	end  context.CancelFunc
-	wg   sync.WaitGroup // the jobs' goroutines
+	jobs  jobs
+	kids  children        // children started with scripts
+	merge sync.Mutex      // one hand-back into this session's workspace at a time
+	life  context.Context // ends when the session closes: the lifetime of its jobs
+	end   context.CancelFunc
+	wg    sync.WaitGroup // the jobs' goroutines
 
 	mu     sync.Mutex
 	c      *conn // guarded by mu; replaced after a protocol fault
@@ -180,7 +182,9 @@ func (s *Session) start(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session %s: start kernel: %w", s.id, err)
 	}
-	c := startConn(ctx, k, maps.Clone(s.cfg.Handlers), s.log)
+	handlers := s.hostHandlers()
+	maps.Copy(handlers, s.cfg.Handlers)
+	c := startConn(ctx, k, handlers, s.log)
 	if _, err := c.request(ctx, wire.TypePing, struct{}{}, nil); err != nil {
 		c.close()
 		return nil, fmt.Errorf("session %s: kernel did not answer: %w", s.id, err)
@@ -251,6 +255,13 @@ func (s *Session) Close() error {
 	s.mu.Unlock()
 	for _, j := range s.Jobs() {
 		j.Kill()
+	}
+	s.kids.mu.Lock()
+	kids := s.kids.all
+	s.kids.mu.Unlock()
+	for _, k := range kids {
+		k.job.Kill()
+		k.s.Close()
 	}
 	s.end()
 	s.wg.Wait()

@@ -1,0 +1,140 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/paddockhq/paddock/workspace"
+)
+
+// A program in the sandbox can fan out too: session.spawn starts a child running a script,
+// session.collect waits for it, closes it and returns its result with its hand-back.
+
+// SpawnRequest is the body of session.spawn.
+type SpawnRequest struct {
+	Name      string   `json:"name"`
+	Workspace string   `json:"workspace"` // shared (default) or isolated
+	Script    string   `json:"script"`
+	Env       []string `json:"env,omitempty"`
+}
+
+// Spawned is the reply to session.spawn.
+type Spawned struct {
+	Child string `json:"child"`
+}
+
+// CollectRequest is the body of session.collect.
+type CollectRequest struct {
+	Child string `json:"child"`
+	// TimeoutMillis bounds the wait; 0 waits for the child's end.
+	TimeoutMillis int `json:"timeout_ms,omitempty"`
+}
+
+// Collected is the reply to session.collect, and a child's report.
+type Collected struct {
+	Child    string            `json:"child"`
+	Name     string            `json:"name"`
+	Done     bool              `json:"done"` // false: the wait ended first; collect again
+	Result   *Result           `json:"result,omitempty"`
+	Handback *workspace.Report `json:"handback,omitempty"`
+	Error    string            `json:"error,omitempty"`
+}
+
+// childRun is a child started with a script.
+type childRun struct {
+	s   *Session
+	job *Job
+
+	once sync.Once
+	rep  Collected
+}
+
+// children holds the children a session started with scripts.
+type children struct {
+	mu  sync.Mutex
+	all map[string]*childRun // guarded by mu
+}
+
+// SpawnRun spawns a child and starts its script as a job.
+func (s *Session) SpawnRun(ctx context.Context, cc ChildConfig, scriptSrc string) (string, error) {
+	c, err := s.Spawn(ctx, cc)
+	if err != nil {
+		return "", err
+	}
+	j, err := c.startJob(Call{Script: scriptSrc})
+	if err != nil {
+		c.Close()
+		return "", err
+	}
+	s.kids.mu.Lock()
+	if s.kids.all == nil {
+		s.kids.all = map[string]*childRun{}
+	}
+	s.kids.all[c.id] = &childRun{s: c, job: j}
+	s.kids.mu.Unlock()
+	return c.id, nil
+}
+
+// Collect waits for a child started by SpawnRun (at most timeout; 0: to its end), then
+// closes it — its kernel and every process end, then an isolated workspace is handed back —
+// and returns its report. Collecting again returns the same report.
+func (s *Session) Collect(ctx context.Context, id string, timeout time.Duration) (Collected, error) {
+	s.kids.mu.Lock()
+	cr := s.kids.all[id]
+	s.kids.mu.Unlock()
+	if cr == nil {
+		return Collected{}, &NotFoundError{What: "child", ID: id}
+	}
+	wctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	select {
+	case <-cr.job.Done():
+	case <-wctx.Done():
+		if ctx.Err() != nil {
+			return Collected{}, ctx.Err()
+		}
+		return Collected{Child: id, Name: cr.s.name}, nil
+	}
+	cr.once.Do(func() {
+		res, _ := cr.job.Wait(ctx)
+		cr.rep = Collected{Child: id, Name: cr.s.name, Done: true, Result: res}
+		if err := cr.s.Close(); err != nil {
+			cr.rep.Error = err.Error()
+		}
+		cr.rep.Handback = cr.s.Handback()
+	})
+	return cr.rep, nil
+}
+
+// hostHandlers are the host requests every session serves.
+func (s *Session) hostHandlers() map[string]Handler {
+	return map[string]Handler{
+		"session.spawn": func(ctx context.Context, req HostRequest) (any, error) {
+			var b SpawnRequest
+			if err := req.Decode(&b); err != nil {
+				return nil, err
+			}
+			if b.Script == "" {
+				return nil, &requestError{code: "bad_request", msg: "session.spawn: a script is needed"}
+			}
+			id, err := s.SpawnRun(ctx, ChildConfig{Name: b.Name, Workspace: b.Workspace, Env: b.Env}, b.Script)
+			if err != nil {
+				return nil, &requestError{code: "spawn_failed", msg: fmt.Sprintf("session.spawn: %v", err)}
+			}
+			return Spawned{Child: id}, nil
+		},
+		"session.collect": func(ctx context.Context, req HostRequest) (any, error) {
+			var b CollectRequest
+			if err := req.Decode(&b); err != nil {
+				return nil, err
+			}
+			return s.Collect(ctx, b.Child, time.Duration(b.TimeoutMillis)*time.Millisecond)
+		},
+	}
+}
