@@ -117,4 +117,3 @@ func TestCloneWarnsOnExt4(t *testing.T) {
 	}
 	checkClone(t, parent, dir)
 }
-

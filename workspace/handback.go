@@ -115,6 +115,15 @@ func merge(ctx context.Context, dir string) (*Report, error) {
 		return nil, err
 	}
 	for _, s := range steps {
+		if s.Action == Conflict && s.Child != Absent {
+			// The saved versions are private to the workspace's owner.
+			if err := os.Mkdir(filepath.Join(dir, ConflictsDir), 0o700); err != nil && !os.IsExist(err) {
+				return nil, err
+			}
+			break
+		}
+	}
+	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

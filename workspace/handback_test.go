@@ -140,6 +140,14 @@ func TestHandbackTable(t *testing.T) {
 			if r.saved == nil {
 				r.saved = tree{}
 			}
+			// law: private_on_create
+			for name, perm := range map[string]os.FileMode{ConflictsDir: 0o700, ReportName: 0o600} {
+				if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().Perm() != perm {
+					t.Errorf("%s is %v, want %v", name, fi.Mode().Perm(), perm)
+				} else if err != nil && (name == ReportName || len(r.saved) > 0) {
+					t.Error(err)
+				}
+			}
 			if diff := diffTrees(r.saved, readTree(t, filepath.Join(dir, ConflictsDir))); diff != "" {
 				t.Errorf("conflicts saved:\n%s", diff)
 			}

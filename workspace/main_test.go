@@ -95,7 +95,9 @@ func setupMounts() func() {
 		mounts.xfsWhy, mounts.ext4Why = "not root: cannot mount a loop filesystem", "not root: cannot mount a loop filesystem"
 		return done
 	}
-	tmp, err := os.MkdirTemp("", "paddock-ws-mounts-")
+	// PADDOCK_WS_IMAGE_DIR puts the images elsewhere (a tmpfs keeps the benchmarks from
+	// measuring a slow disk under the loop device).
+	tmp, err := os.MkdirTemp(os.Getenv("PADDOCK_WS_IMAGE_DIR"), "paddock-ws-mounts-")
 	if err != nil {
 		mounts.xfsWhy, mounts.ext4Why = err.Error(), err.Error()
 		return done
