@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/paddockhq/paddock/policy"
 )
@@ -270,3 +271,56 @@ func TestFirstAnswerWins(t *testing.T) {
 		t.Fatalf("a late answer: %v", err)
 	}
 }
+
+// "Allow for the rest of the session" adds a session rule: the same command then runs
+// unasked; every verdict is an audit record in a 0600 file.
+func TestSessionRuleAndAudit(t *testing.T) {
+	auto, _ := policy.ParseAutoSet([]string{"read"})
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	s := openLocal(t, t.TempDir(), Config{Policy: Policy{Auto: &auto, AuditFile: audit}})
+	c := &testClient{kind: Interactive} // sees the questions, answers none
+	c.s = s
+	detach := s.Attach(c)
+	// Another client answers "yes, for the rest of the session".
+	var once sync.Once
+	s.Attach(&funcClient{kind: Interactive, notify: func(e Event) {
+		if e.Kind == EventQuestion {
+			once.Do(func() { go s.Answer(e.Question.ID, Answer{Approve: true, ForSession: true, Client: "always"}) })
+		}
+	}})
+	ctx := context.Background()
+	if res, err := s.Bash(ctx, "touch one"); err != nil || res.End.Kind != Finished {
+		t.Fatalf("%v %s", err, res)
+	}
+	detach()
+	n := len(c.asked())
+	// Were it asked, nobody would answer: the call would end refused when tctx does.
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if res, err := s.Bash(tctx, "touch two three"); err != nil || res.End.Kind != Finished {
+		t.Fatalf("%v %s", err, res)
+	}
+	if len(c.asked()) != n {
+		t.Fatal("the session rule did not let the same command run unasked")
+	}
+	b, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"by":"always"`) || !strings.Contains(lines[1], `"decided_by":"rule"`) {
+		t.Fatalf("audit:\n%s", b)
+	}
+	if fi, _ := os.Stat(audit); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("audit file mode %v", fi.Mode())
+	}
+}
+
+// funcClient is a client whose Notify is a function.
+type funcClient struct {
+	kind   ClientKind
+	notify func(Event)
+}
+
+func (c *funcClient) Kind() ClientKind { return c.kind }
+func (c *funcClient) Notify(e Event)   { c.notify(e) }
