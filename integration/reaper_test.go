@@ -32,7 +32,11 @@ func TestMain(m *testing.M) {
 	if session := os.Getenv(hostModeEnv); session != "" {
 		os.Exit(playHost(session))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
 
 // playHost starts a kernel in a container for session, answers its ping, prints "ready"

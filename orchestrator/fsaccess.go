@@ -9,18 +9,21 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/paddockhq/paddock/policy"
 	"github.com/paddockhq/paddock/transport/pathmap"
 )
 
 // The fs.read and fs.write host requests: a program in the sandbox reads or writes a file
 // through the host (`paddock-kernel host fs.read '{"path":"/work/a.txt"}'`). The sandbox path
-// is mapped to its real host path before anything else looks at it; a guard decides whether
-// the access runs; the reply names the sandbox path of the file really read or written.
-// Every refusal is an *FSError with a stable code, and its message names sandbox paths only.
+// is mapped to its real host path before anything else looks at it; the policy decides
+// whether the access runs (its effects as a redirection of the path would have them: read or
+// write, plus secret, outside or protected by the path's class; run unasked only within the
+// auto set, so a secret never); the reply names the sandbox path of the file really read or
+// written. Every refusal is an *FSError with a stable code, and its message names sandbox
+// paths only.
 
 // Host request types served by FSHandlers.
 const (
@@ -79,24 +82,31 @@ type FSOp struct {
 }
 
 // FSGuard decides whether an access runs: nil runs it, an error refuses it (an *FSError's
-// code reaches the agent, any other error is FSNotAllowed).
-//
-// SEAM(policy): this is where the policy's path classes and auto set decide. Once the policy
-// package has landed, the guard is policy.Class on op.Host, the access's effects (read or
-// write, plus outside, protected or secret by the class) and (AutoSet).Decide; an access that
-// asks goes to the session's approval route, and a secret one never runs unasked. Until then
-// InsideOnly stands in: it runs an access only under a workspace root and never in a
-// protected directory for a write, so it grants less than the policy would, never more.
+// code reaches the agent, any other error is FSNotAllowed). The default is PolicyGuard.
 type FSGuard func(ctx context.Context, op FSOp) error
+
+// FSAsk puts an access that the auto set does not grant to a person (the session's approval
+// route) and reports whether the answer was yes. Nil: nobody is asked, the access is refused.
+type FSAsk func(ctx context.Context, op FSOp, effects policy.Effects) bool
 
 // FSConfig configures the file-access host requests.
 type FSConfig struct {
 	// PathMap maps sandbox paths to host paths; nil is the identity (local).
 	PathMap *pathmap.Map
-	// Guard decides each access; nil: InsideOnly of Roots.
-	Guard FSGuard
-	// Roots are the workspace roots, host paths (for the default guard).
+	// Roots are the workspace roots, host paths.
 	Roots []string
+	// Env is the session's environment (HOME and the variables naming credential files).
+	Env []string
+	// Settings are the settings files loaded, host paths: each is protected.
+	Settings []string
+	// Ephemeral says the sandbox is removed at its end (a fresh container).
+	Ephemeral bool
+	// Auto is the auto set; nil: policy.DefaultAutoSet().
+	Auto *policy.AutoSet
+	// Ask asks a person about an access the auto set does not grant; nil refuses it.
+	Ask FSAsk
+	// Guard replaces the policy's decision altogether when set.
+	Guard FSGuard
 	// MaxRead bounds a read's size in bytes; 0 is DefaultMaxRead.
 	MaxRead int64
 }
@@ -106,11 +116,22 @@ const DefaultMaxRead = 16 << 20
 
 // FSHandlers returns the fs.read and fs.write handlers, to put in Config.Handlers.
 func FSHandlers(c FSConfig) map[string]Handler {
-	if c.Guard == nil {
-		c.Guard = InsideOnly(c.Roots...)
-	}
 	if c.MaxRead <= 0 {
 		c.MaxRead = DefaultMaxRead
+	}
+	if c.Guard == nil {
+		auto := policy.DefaultAutoSet()
+		if c.Auto != nil {
+			auto = *c.Auto
+		}
+		pctx := &policy.Context{Cwd: "/", Env: c.Env, Roots: c.Roots, Settings: c.Settings, Ephemeral: c.Ephemeral}
+		if m := c.PathMap; m != nil {
+			pctx.ToHost = func(p string) (string, bool) {
+				h, err := m.ToHost(p)
+				return h, err == nil
+			}
+		}
+		c.Guard = PolicyGuard(pctx, auto, c.Ask)
 	}
 	if c.PathMap == nil {
 		c.PathMap = pathmap.Identity()
@@ -311,36 +332,30 @@ func bareErr(err error) string {
 	return "the host could not carry it out"
 }
 
-// InsideOnly is the stand-in guard until the policy decides file accesses (see FSGuard): an
-// access runs only when its real host path lies under one of roots (resolved), and a write
-// never into a .git or .paddock directory. Everything else is refused as FSNotAllowed.
-func InsideOnly(roots ...string) FSGuard {
-	real := make([]string, 0, len(roots))
-	for _, r := range roots {
-		if p, err := filepath.EvalSymlinks(r); err == nil {
-			real = append(real, p)
+// PolicyGuard decides accesses by the policy: an access has the effects a redirection of its
+// sandbox path would have (FSEffects); it runs unasked only when the auto set holds every
+// one, else it runs only on ask's yes. A secret is never in an auto set, so a secret is never
+// read or written unasked.
+func PolicyGuard(pctx *policy.Context, auto policy.AutoSet, ask FSAsk) FSGuard {
+	return func(ctx context.Context, op FSOp) error {
+		e := FSEffects(pctx, op)
+		if auto.Decide(e) == policy.Run {
+			return nil
 		}
-	}
-	return func(_ context.Context, op FSOp) error {
-		return insideOnly(real, op)
+		if ask != nil && ask(ctx, op, e) {
+			return nil
+		}
+		return &FSError{Reason: FSNeedsYes, Detail: fmt.Sprintf("its effects (%s) are not all in the auto set, and nobody said yes", e)}
 	}
 }
 
-// insideOnly is InsideOnly's rule, pure: roots and op.Host are real paths.
-func insideOnly(roots []string, op FSOp) error {
-	for _, r := range roots {
-		rel, err := filepath.Rel(r, op.Host)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			continue
-		}
-		if op.Write {
-			for _, c := range strings.Split(rel, "/") {
-				if c == ".git" || c == ".paddock" {
-					return &FSError{Reason: FSNotAllowed, Detail: "a write into " + c + " is not allowed"}
-				}
-			}
-		}
-		return nil
+// FSEffects are the effects of one file access: those of reading (<) or writing (>) its
+// sandbox path, judged on the real host path: read or write, secret for a path that is or
+// holds a secret, and for a write outside or protected by the path's class.
+func FSEffects(pctx *policy.Context, op FSOp) policy.Effects {
+	r := policy.Redirect{FD: 0, Op: "<", Path: op.Sandbox}
+	if op.Write {
+		r = policy.Redirect{FD: 1, Op: ">", Path: op.Sandbox}
 	}
-	return &FSError{Reason: FSNotAllowed, Detail: "outside the workspace"}
+	return policy.RedirectEffects(pctx, "/", r)
 }

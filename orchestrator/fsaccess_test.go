@@ -10,14 +10,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paddockhq/paddock/policy"
 	"github.com/paddockhq/paddock/transport/pathmap"
 )
 
 // fsFixture is a workspace mounted at /work, a data directory mounted read-only at /data
 // (not a workspace root), and a directory no mount holds.
 type fsFixture struct {
-	ws, data, out string
-	h             map[string]Handler
+	ws, data, out, home string
+	pm                  *pathmap.Map
+	h                   map[string]Handler
 }
 
 func newFSFixture(t *testing.T) *fsFixture {
@@ -26,18 +28,20 @@ func newFSFixture(t *testing.T) *fsFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fsFixture{ws: filepath.Join(base, "ws"), data: filepath.Join(base, "data"), out: filepath.Join(base, "out")}
-	for _, d := range []string{f.ws, f.data, f.out, filepath.Join(f.ws, "sub"), filepath.Join(f.ws, ".git")} {
+	f := &fsFixture{ws: filepath.Join(base, "ws"), data: filepath.Join(base, "data"), out: filepath.Join(base, "out"), home: filepath.Join(base, "home")}
+	for _, d := range []string{f.ws, f.data, f.out, filepath.Join(f.ws, "sub"), filepath.Join(f.ws, ".git"), filepath.Join(f.home, ".ssh")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	files := map[string]string{
-		filepath.Join(f.ws, "a.txt"):        "alpha\n",
-		filepath.Join(f.ws, "sub", "b"):     "beta\n",
-		filepath.Join(f.data, "d.txt"):      "data\n",
-		filepath.Join(f.out, "secret"):      "outside\n",
-		filepath.Join(f.ws, ".git", "HEAD"): "ref: refs/heads/main\n",
+		filepath.Join(f.ws, "a.txt"):                "alpha\n",
+		filepath.Join(f.ws, "sub", "b"):             "beta\n",
+		filepath.Join(f.data, "d.txt"):              "data\n",
+		filepath.Join(f.out, "secret"):              "outside\n",
+		filepath.Join(f.ws, ".git", "HEAD"):         "ref: refs/heads/main\n",
+		filepath.Join(f.home, ".ssh", "id_ed25519"): "KEY\n",
+		filepath.Join(f.home, "notes.txt"):          "notes\n",
 	}
 	for p, body := range files {
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
@@ -48,12 +52,19 @@ func newFSFixture(t *testing.T) *fsFixture {
 	os.Symlink("sub/b", filepath.Join(f.ws, "link"))
 	os.Symlink(filepath.Join(f.out, "secret"), filepath.Join(f.ws, "escape"))
 	os.Symlink("loop", filepath.Join(f.ws, "loop"))
-	pm, err := pathmap.New(pathmap.Mount{Sandbox: "/work", Host: f.ws}, pathmap.Mount{Sandbox: "/data", Host: f.data, ReadOnly: true})
+	pm, err := pathmap.New(pathmap.Mount{Sandbox: "/work", Host: f.ws}, pathmap.Mount{Sandbox: "/data", Host: f.data, ReadOnly: true},
+		pathmap.Mount{Sandbox: "/home", Host: f.home})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.h = FSHandlers(FSConfig{PathMap: pm, Roots: []string{f.ws}, MaxRead: 64})
+	f.pm = pm
+	f.h = FSHandlers(f.config(nil, nil))
 	return f
+}
+
+// config is the fixture's configuration with an auto set (nil: the default) and an asker.
+func (f *fsFixture) config(auto *policy.AutoSet, ask FSAsk) FSConfig {
+	return FSConfig{PathMap: f.pm, Roots: []string{f.ws}, Env: []string{"HOME=" + f.home}, Auto: auto, Ask: ask, MaxRead: 64}
 }
 
 func (f *fsFixture) call(typ string, body any) (*FSReply, error) {
@@ -72,7 +83,9 @@ func TestFSRead(t *testing.T) {
 	}{
 		{"/work/a.txt", "alpha\n", "/work/a.txt"},
 		{"/work/sub/../a.txt", "alpha\n", "/work/a.txt"},
-		{"/work/link", "beta\n", "/work/sub/b"}, // the reply names where the file really is
+		{"/work/link", "beta\n", "/work/sub/b"},  // the reply names where the file really is
+		{"/data/d.txt", "data\n", "/data/d.txt"}, // outside the workspace: a read, in the auto set
+		{"/home/notes.txt", "notes\n", "/home/notes.txt"},
 	} {
 		r, err := f.call(TypeFSRead, FSReadRequest{Path: tc.path})
 		if err != nil {
@@ -109,10 +122,11 @@ func TestFSRefusals(t *testing.T) {
 		{TypeFSRead, FSReadRequest{Path: "/work/none"}, FSNotFound},
 		{TypeFSRead, FSReadRequest{Path: "/work/sub"}, FSIsDir},
 		{TypeFSRead, FSReadRequest{Path: "/work/big"}, FSTooLarge},
-		{TypeFSRead, FSReadRequest{Path: "/data/d.txt"}, FSNotAllowed}, // under a mount, not a root
+		{TypeFSRead, FSReadRequest{Path: "/home/.ssh/id_ed25519"}, FSNeedsYes},
+		{TypeFSRead, FSReadRequest{Path: "/home/.ssh"}, FSNeedsYes},
+		{TypeFSWrite, FSWriteRequest{Path: "/home/.ssh/config", Content: "x"}, FSNeedsYes},
 		{TypeFSRead, json.RawMessage(`{"path": 3}`), FSBadRequest},
 		{TypeFSWrite, FSWriteRequest{Path: "/data/new", Content: "x"}, FSReadOnly},
-		{TypeFSWrite, FSWriteRequest{Path: "/work/.git/config", Content: "x"}, FSNotAllowed},
 		{TypeFSWrite, FSWriteRequest{Path: "/work/escape", Content: "x"}, FSEscapes},
 		{TypeFSWrite, FSWriteRequest{Path: "/tmp/x", Content: "x"}, FSOutside},
 		{TypeFSWrite, FSWriteRequest{Path: "/work/no/dir/x", Content: "x"}, FSNoParent},
@@ -135,8 +149,8 @@ func TestFSRefusals(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(f.out, "secret")); string(b) != "outside\n" {
 		t.Errorf("a refused write changed a file outside: %q", b)
 	}
-	if _, err := os.Stat(filepath.Join(f.ws, ".git", "config")); err == nil {
-		t.Errorf("a refused write made .git/config")
+	if _, err := os.Stat(filepath.Join(f.home, ".ssh", "config")); err == nil {
+		t.Errorf("a refused write made .ssh/config")
 	}
 }
 
@@ -200,5 +214,78 @@ func TestFSGuard(t *testing.T) {
 	want := []FSOp{{Sandbox: "/work/link", Host: filepath.Join(f.ws, "sub", "b")}, {Write: true, Sandbox: "/work/a.txt", Host: filepath.Join(f.ws, "a.txt")}}
 	if len(seen) != 2 || seen[0] != want[0] || seen[1] != want[1] {
 		t.Errorf("the guard saw %+v, want %+v (real host paths)", seen, want)
+	}
+}
+
+func mustAuto(t *testing.T, names ...string) *policy.AutoSet {
+	t.Helper()
+	a, err := policy.ParseAutoSet(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &a
+}
+
+// law: gate_secret_read_needs_yes
+// law: gate_yes_runs
+// A secret is read only on a yes; a yes runs the access; a no refuses it.
+func TestFSSecretReadNeedsYes(t *testing.T) {
+	f := newFSFixture(t)
+	for _, yes := range []bool{false, true} {
+		var asked []policy.Effects
+		f.h = FSHandlers(f.config(mustAuto(t, "read", "write", "exec", "net", "outside", "protected"), func(_ context.Context, op FSOp, e policy.Effects) bool {
+			asked = append(asked, e)
+			return yes
+		}))
+		r, err := f.call(TypeFSRead, FSReadRequest{Path: "/home/.ssh/id_ed25519"})
+		if len(asked) != 1 || !asked[0].Has(policy.Secret|policy.Read) {
+			t.Fatalf("yes=%v: asked %v, want one question with read,secret", yes, asked)
+		}
+		if yes && (err != nil || r.Content != "KEY\n") {
+			t.Errorf("a yes did not run the read: %+v, %v", r, err)
+		}
+		if !yes && !errors.Is(err, &FSError{Reason: FSNeedsYes}) {
+			t.Errorf("a no: %v, want needs_approval", err)
+		}
+	}
+}
+
+// law: gate_write_auto_never_secret
+// law: gate_inside_write_runs
+// Under any auto set a secret write asks (and nobody answering refuses it); an inside write
+// runs unasked exactly when write is in the auto set.
+func TestFSWriteDecidedByAutoSet(t *testing.T) {
+	names := []string{"read", "write", "exec", "net", "outside", "protected"}
+	for mask := 0; mask < 1<<len(names); mask++ {
+		var set []string
+		for i, n := range names {
+			if mask&(1<<i) != 0 {
+				set = append(set, n)
+			}
+		}
+		f := newFSFixture(t)
+		asked := 0
+		f.h = FSHandlers(f.config(mustAuto(t, set...), func(context.Context, FSOp, policy.Effects) bool { asked++; return false }))
+		if _, err := f.call(TypeFSWrite, FSWriteRequest{Path: "/home/.ssh/authorized_keys", Content: "x"}); !errors.Is(err, &FSError{Reason: FSNeedsYes}) {
+			t.Errorf("auto %v: a secret write: %v", set, err)
+		}
+		if _, err := os.Stat(filepath.Join(f.home, ".ssh", "authorized_keys")); err == nil {
+			t.Errorf("auto %v: a secret was written unasked", set)
+		}
+		_, err := f.call(TypeFSWrite, FSWriteRequest{Path: "/work/inside.txt", Content: "x"})
+		hasWrite := mask&2 != 0
+		if hasWrite && err != nil {
+			t.Errorf("auto %v: an inside write did not run: %v", set, err)
+		}
+		if !hasWrite && !errors.Is(err, &FSError{Reason: FSNeedsYes}) {
+			t.Errorf("auto %v: an inside write ran unasked (%v)", set, err)
+		}
+		wantAsked := 1
+		if !hasWrite {
+			wantAsked = 2
+		}
+		if asked != wantAsked {
+			t.Errorf("auto %v: asked %d times, want %d", set, asked, wantAsked)
+		}
 	}
 }

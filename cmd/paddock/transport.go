@@ -150,7 +150,14 @@ func (f *transportFlags) configure(ctx context.Context, cfg *orchestrator.Config
 	default:
 		return "", &usageError{msg: fmt.Sprintf("unknown transport %q (docker, wrapped or local)", kind)}
 	}
-	handlers := orchestrator.FSHandlers(orchestrator.FSConfig{PathMap: cfg.PathMap, Roots: []string{cfg.Workspace}})
+	handlers := orchestrator.FSHandlers(orchestrator.FSConfig{
+		PathMap:   cfg.PathMap,
+		Roots:     []string{cfg.Workspace},
+		Env:       os.Environ(),
+		Settings:  cfg.Policy.Settings,
+		Auto:      cfg.Policy.Auto,
+		Ephemeral: kind == "docker",
+	})
 	maps.Copy(handlers, cfg.Handlers)
 	cfg.Handlers = handlers
 	return strings.Join(notes, "\npaddock: "), nil

@@ -145,7 +145,7 @@ func planContainer(spec transport.Spec, image string, extra []Mount, h Hardening
 		Entrypoint:   strslice.StrSlice{KernelPath},
 		Cmd:          strslice.StrSlice(append([]string{}, spec.Args...)),
 		Env:          env,
-		WorkingDir:   cwd,
+		WorkingDir:   workingDir(cwd, h),
 		User:         h.User,
 		Labels:       labels,
 		AttachStdin:  true,
@@ -192,6 +192,17 @@ func planContainer(spec transport.Spec, image string, extra []Mount, h Hardening
 		hc.Memory, hc.MemorySwap = mem, mem
 	}
 	return &plan{config: cfg, host: hc, name: containerName(spec.Session, suffix)}, nil
+}
+
+// workingDir is the directory the kernel process starts in: cwd, except under the /tmp
+// tmpfs, where the engine would make the tmpfs writable by root alone while it makes the
+// working directory; the kernel then starts at / (each command still starts in the
+// directory its exec request names).
+func workingDir(cwd string, h Hardening) string {
+	if !h.NoTmpfs && (cwd == "/tmp" || strings.HasPrefix(cwd, "/tmp/")) {
+		return "/"
+	}
+	return cwd
 }
 
 func network(n string) string {

@@ -140,3 +140,22 @@ func TestLeftover(t *testing.T) {
 		}
 	}
 }
+
+// Under the /tmp tmpfs the kernel process starts at /: the engine would make the tmpfs
+// root's alone while it makes the working directory.
+func TestPlanWorkingDirUnderTmp(t *testing.T) {
+	pm, err := pathmap.New(pathmap.Mount{Sandbox: "/tmp/ws", Host: "/tmp/ws"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := transport.Spec{Kernel: "/k", Cwd: "/tmp/ws/sub", PathMap: pm}
+	for _, tc := range []struct {
+		h    Hardening
+		want string
+	}{{Hardening{}, "/"}, {Hardening{NoTmpfs: true}, "/tmp/ws/sub"}} {
+		p, err := planContainer(spec, "img", nil, tc.h, nil, "x")
+		if err != nil || p.config.WorkingDir != tc.want {
+			t.Errorf("%+v: working dir %q, %v; want %q", tc.h, p.config.WorkingDir, err, tc.want)
+		}
+	}
+}
