@@ -1,9 +1,7 @@
 package wire
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"io"
 )
 
@@ -28,15 +26,23 @@ type Line struct {
 // Oversize reports whether the line was over MaxLine and so only its head was kept.
 func (l Line) Oversize() bool { return l.Bytes == nil }
 
-// Reader splits a stream into lines. A line up to MaxLine bytes is returned whole; of a
-// longer one only the first MaxHead bytes are kept and the rest is read and dropped up to its
-// newline, so one over-long line never costs more than MaxLine of memory.
+// Reader splits a stream into lines. A line up to max bytes is returned whole; of a longer
+// one only the first MaxHead bytes are kept and the rest is read and dropped up to its
+// newline, so one over-long line never costs more than max of memory.
+//
+// Lines are slices of the chunks the Reader reads into, and a chunk is never written again
+// where a line was handed out: a line costs no copy unless it straddles two chunks. (bufio
+// would copy every line out of its one buffer.)
 type Reader struct {
-	br      *bufio.Reader
-	max     int
-	buf     []byte // reused across lines when the caller does not keep them
-	discard bool
+	r          io.Reader
+	max        int
+	buf        []byte // the current chunk; buf[start:end] is read and not yet returned
+	start, end int
+	err        error // the reader's error, returned once the chunk is used up
 }
+
+// chunk is the size of a fresh chunk.
+const chunk = 256 << 10
 
 // NewReader reads lines from r with the wire's limits.
 func NewReader(r io.Reader) *Reader { return NewReaderSize(r, MaxLine) }
@@ -44,62 +50,88 @@ func NewReader(r io.Reader) *Reader { return NewReaderSize(r, MaxLine) }
 // NewReaderSize reads lines from r, taking lines of up to max bytes whole. Tests use small
 // limits; the wire uses MaxLine.
 func NewReaderSize(r io.Reader, max int) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 256<<10), max: max}
+	return &Reader{r: r, max: max}
 }
 
-// Next reads the next line. The line's slices are the caller's: a Reader never reuses them.
-// A final line without a newline is returned; then io.EOF.
+// Next reads the next line. The line's slices are the caller's: a Reader never writes
+// them again. A final line without a newline is returned; then io.EOF.
 func (r *Reader) Next() (Line, error) {
-	var line []byte
-	var size int64
-	over := false
+	scanned := 0 // bytes of buf[start:end] known to hold no newline
 	for {
-		chunk, err := r.br.ReadSlice('\n')
-		n := len(chunk)
-		if err == nil {
-			n-- // the newline
-		}
-		size += int64(n)
-		if !over {
-			if len(line)+n > r.max {
-				over = true
-				keep := min(MaxHead, r.max) - len(line)
-				if keep > 0 {
-					line = append(line, chunk[:min(keep, n)]...)
-				} else if len(line) > MaxHead {
-					line = line[:MaxHead]
-				}
-			} else if line == nil && err == nil {
-				// The common case: the whole line is in the buffer.
-				line = bytes.Clone(chunk[:n])
-				return Line{Bytes: line, Head: line[:min(len(line), MaxHead)], Size: size}, nil
-			} else {
-				line = append(line, chunk[:n]...)
+		if i := bytes.IndexByte(r.buf[r.start+scanned:r.end], '\n'); i >= 0 {
+			n := scanned + i
+			line := r.buf[r.start : r.start+n : r.start+n]
+			r.start += n + 1
+			if n > r.max {
+				return Line{Head: bytes.Clone(line[:min(MaxHead, r.max)]), Size: int64(n)}, nil
 			}
+			return Line{Bytes: line, Head: line[:min(n, MaxHead)], Size: int64(n)}, nil
 		}
-		switch {
-		case err == nil:
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF):
-			if size == 0 && line == nil {
-				return Line{}, io.EOF
+		scanned = r.end - r.start
+		if r.err != nil {
+			if scanned == 0 {
+				return Line{}, r.err
 			}
-		default:
-			return Line{}, err
+			line := r.buf[r.start:r.end:r.end]
+			r.start = r.end
+			if scanned > r.max {
+				return Line{Head: bytes.Clone(line[:min(MaxHead, r.max)]), Size: int64(scanned)}, nil
+			}
+			return Line{Bytes: line, Head: line[:min(scanned, MaxHead)], Size: int64(scanned)}, nil
 		}
-		break
-	}
-	if over {
-		if len(line) > MaxHead {
-			line = line[:MaxHead]
+		if scanned > r.max {
+			return r.drop()
 		}
-		return Line{Head: line, Size: size}, nil
+		r.fill(scanned)
 	}
-	if line == nil {
-		line = []byte{}
+}
+
+// fill reads more into the chunk, first moving the partial line of `partial` bytes to a
+// fresh chunk when the current one is full.
+func (r *Reader) fill(partial int) {
+	if r.end == len(r.buf) {
+		size := max(chunk, 2*partial)
+		if partial >= r.max {
+			size = r.max + 1
+		}
+		fresh := make([]byte, size)
+		copy(fresh, r.buf[r.start:r.end])
+		r.buf, r.start, r.end = fresh, 0, partial
 	}
-	return Line{Bytes: line, Head: line[:min(len(line), MaxHead)], Size: size}, nil
+	n, err := r.r.Read(r.buf[r.end:])
+	r.end += n
+	if err != nil {
+		r.err = err
+	}
+}
+
+// drop keeps the head of an over-long line and reads the rest up to its newline. The rest is
+// read into a scratch chunk, never into one that holds lines handed out, and the scratch
+// chunk becomes the current one once the newline is found.
+func (r *Reader) drop() (Line, error) {
+	head := bytes.Clone(r.buf[r.start : r.start+min(MaxHead, r.max)])
+	size := int64(0)
+	var scratch []byte
+	for {
+		if i := bytes.IndexByte(r.buf[r.start:r.end], '\n'); i >= 0 {
+			size += int64(i)
+			r.start += i + 1
+			return Line{Head: head, Size: size}, nil
+		}
+		size += int64(r.end - r.start)
+		if r.err != nil {
+			r.start = r.end
+			return Line{Head: head, Size: size}, nil
+		}
+		if scratch == nil {
+			scratch = make([]byte, chunk)
+		}
+		n, err := r.r.Read(scratch)
+		r.buf, r.start, r.end = scratch, 0, n
+		if err != nil {
+			r.err = err
+		}
+	}
 }
 
 // Writer writes frames, one line each. It is not safe for concurrent use; the owner of a
