@@ -170,7 +170,7 @@ func TestRunDifferential(t *testing.T) {
 			}
 		}
 		got := fixture(t)
-		so, se, code := paddock(t, got, "run", "--", script)
+		so, se, code := paddock(t, got, "run", "--transport", "local", "--", script)
 		// The fixture's path differs between the two runs.
 		norm := func(s, dir string) string { return strings.ReplaceAll(s, dir, "$DIR") }
 		if norm(so, got) != norm(wo.String(), want) || norm(se, got) != norm(we.String(), want) || code != wcode {
@@ -182,7 +182,7 @@ func TestRunDifferential(t *testing.T) {
 
 func TestRunJSON(t *testing.T) {
 	dir := fixture(t)
-	so, _, code := paddock(t, dir, "run", "--json", "--", "cat a.txt | wc -l; exit 3")
+	so, _, code := paddock(t, dir, "run", "--transport", "local", "--json", "--", "cat a.txt | wc -l; exit 3")
 	var res struct {
 		Grammar string
 		Steps   []struct {
