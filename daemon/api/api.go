@@ -1,0 +1,179 @@
+// Package api holds the types of the daemon's HTTP/JSON API, shared by the server (package
+// daemon) and the Go client (package client), and the table of its routes.
+package api
+
+import (
+	"time"
+
+	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/workspace"
+)
+
+// Version is the API's version, the first segment of every session path.
+const Version = "v1"
+
+// Route is one route of the API: the method and the path pattern (net/http's ServeMux
+// syntax, {name} for a segment).
+type Route struct {
+	Method  string
+	Pattern string
+	Summary string
+}
+
+// Routes are every route the daemon serves. The OpenAPI document names exactly these.
+var Routes = []Route{
+	{"GET", "/v1/health", "The daemon's version and uptime"},
+	{"GET", "/v1/sessions", "List sessions, open and ended"},
+	{"POST", "/v1/sessions", "Open a session"},
+	{"GET", "/v1/sessions/{id}", "Inspect a session"},
+	{"DELETE", "/v1/sessions/{id}", "Close a session (a child: hand its workspace back)"},
+	{"POST", "/v1/sessions/{id}/bash", "Run a script with the bash tool"},
+	{"POST", "/v1/sessions/{id}/fs/read", "Read a file through the session's path map and guard"},
+	{"POST", "/v1/sessions/{id}/fs/write", "Write a file through the session's path map and guard"},
+	{"GET", "/v1/sessions/{id}/children", "List a session's children"},
+	{"POST", "/v1/sessions/{id}/children", "Spawn a child session"},
+	{"POST", "/v1/sessions/{id}/questions/{question}/answer", "Answer a question"},
+	{"GET", "/v1/sessions/{id}/jobs", "List a session's jobs"},
+	{"GET", "/v1/sessions/{id}/jobs/{job}", "Inspect a job: its result so far"},
+	{"POST", "/v1/sessions/{id}/jobs/{job}/wait", "Wait for a job's end"},
+	{"POST", "/v1/sessions/{id}/jobs/{job}/kill", "Kill a job"},
+	{"GET", "/v1/sessions/{id}/events", "The session's event stream (server-sent events)"},
+	{"GET", "/metrics", "Metrics in the Prometheus text format"},
+	{"GET", "/openapi.json", "This API's OpenAPI document"},
+}
+
+// Error is every error the API answers, with a stable code.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Health is the daemon's answer to /v1/health.
+type Health struct {
+	Version string  `json:"version"`
+	PID     int     `json:"pid"`
+	Uptime  float64 `json:"uptime_seconds"`
+}
+
+// OpenRequest opens a session.
+type OpenRequest struct {
+	// Workspace is the session's workspace and working directory, a host path; it must exist.
+	Workspace string `json:"workspace"`
+	// Transport chooses where the kernel runs: docker, wrapped, local, ssh; "": the settings'.
+	Transport string `json:"transport,omitempty"`
+	// Image, Network: docker settings; "": the settings'.
+	Image   string `json:"image,omitempty"`
+	Network string `json:"network,omitempty"`
+	// Env names host variables passed into a non-local sandbox.
+	Env []string `json:"env,omitempty"`
+	// Mounts are HOST:SANDBOX[:ro] directories both sides see.
+	Mounts []string `json:"mounts,omitempty"`
+	// Wrap is the wrapper command of a wrapped transport.
+	Wrap string `json:"wrap,omitempty"`
+	// BlockingBudget overrides shell.blockingBudget, e.g. "30s"; "0": calls block to their end.
+	BlockingBudget string `json:"blockingBudget,omitempty"`
+	// NoOutputTimeout kills a job that printed nothing for this long, e.g. "10m"; "": never.
+	NoOutputTimeout string `json:"noOutputTimeout,omitempty"`
+	// Settings overrides other settings keys (dotted, e.g. "output.bytes"), as flags would.
+	Settings map[string]string `json:"settings,omitempty"`
+}
+
+// Session states.
+const (
+	Open   = "open"
+	Ended  = "ended"  // its sandbox ended under it (e.g. while the daemon was down)
+	Closed = "closed" // closed through the API
+)
+
+// Session describes a session.
+type Session struct {
+	ID              string                 `json:"id"`
+	State           string                 `json:"state"`
+	Reason          string                 `json:"reason,omitempty"` // ended: why
+	Workspace       string                 `json:"workspace"`
+	Transport       string                 `json:"transport"`
+	Parent          string                 `json:"parent,omitempty"`
+	Name            string                 `json:"name,omitempty"`
+	Mode            string                 `json:"mode,omitempty"` // a child: shared or isolated
+	Created         time.Time              `json:"created"`
+	BlockingBudget  string                 `json:"blockingBudget"`
+	NoOutputTimeout string                 `json:"noOutputTimeout,omitempty"`
+	Children        []string               `json:"children,omitempty"`
+	Jobs            []Job                  `json:"jobs,omitempty"`
+	Clone           *workspace.CloneReport `json:"clone,omitempty"`
+	Handback        *workspace.Report      `json:"handback,omitempty"`
+	Warnings        []string               `json:"warnings,omitempty"`
+}
+
+// BashRequest runs a script.
+type BashRequest struct {
+	Script string `json:"script"`
+	// Budget overrides the session's blocking budget for this call, e.g. "5s"; "-1": none.
+	Budget string `json:"budget,omitempty"`
+}
+
+// Job describes a job.
+type Job struct {
+	ID       string               `json:"id"`
+	Script   string               `json:"script"`
+	Done     bool                 `json:"done"`
+	Artifact string               `json:"artifact,omitempty"` // the file holding all its output
+	Result   *orchestrator.Result `json:"result,omitempty"`
+}
+
+// SpawnRequest spawns a child.
+type SpawnRequest struct {
+	Name      string   `json:"name"`
+	Workspace string   `json:"workspace,omitempty"` // shared (default) or isolated
+	Env       []string `json:"env,omitempty"`
+}
+
+// AnswerRequest answers a question.
+type AnswerRequest struct {
+	Approve    bool   `json:"approve"`
+	ForSession bool   `json:"forSession,omitempty"`
+	Client     string `json:"client,omitempty"`
+}
+
+// Event kinds of the stream, beside the orchestrator's question and settled.
+const (
+	EventOutput = "output"  // a step's output as it is produced
+	EventJobEnd = "job_end" // a job ended
+	EventClosed = "closed"  // the session closed; the stream ends
+)
+
+// Event is one event of a session's stream (the data of one server-sent event, whose event
+// name is Kind).
+type Event struct {
+	Seq      int64                    `json:"seq"`
+	Kind     string                   `json:"kind"`
+	Session  string                   `json:"session"`
+	Question *orchestrator.Question   `json:"question,omitempty"`
+	Settled  *orchestrator.Settlement `json:"settled,omitempty"`
+	Output   *Output                  `json:"output,omitempty"`
+	Job      *Job                     `json:"job,omitempty"`
+}
+
+// Output is a chunk of a step's output.
+type Output struct {
+	Step int    `json:"step"`
+	FD   int    `json:"fd"`
+	Data string `json:"data"`
+}
+
+// Client kinds of an event stream: interactive and gateway streams attach to the session
+// as its clients (questions route to them); a watch stream only watches.
+const (
+	StreamInteractive = "interactive"
+	StreamGateway     = "gateway"
+	StreamWatch       = "watch"
+)
+
+// BashResponse answers a bash call: the result, and the file that holds the call's whole
+// output when it was kept (the call detached, or its output was cut).
+type BashResponse struct {
+	*orchestrator.Result
+	Artifact string `json:"artifact,omitempty"`
+}

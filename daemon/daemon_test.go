@@ -1,0 +1,154 @@
+package daemon_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/client"
+	"github.com/paddockhq/paddock/daemon"
+	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/orchestrator/output"
+	"github.com/paddockhq/paddock/policy"
+	"github.com/paddockhq/paddock/transport/local"
+)
+
+// testDaemon is a daemon serving on a real unix socket, with local kernels: steps whose
+// command is touch ask.
+type testDaemon struct {
+	srv    *daemon.Server
+	socket string
+	state  string
+	c      *client.Client
+	logs   *logBuffer
+	done   chan error
+}
+
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type daemonOptions struct {
+	state string       // "": a new one
+	limit output.Limit // zero: the default
+}
+
+func kernel(t testing.TB) string {
+	t.Helper()
+	k, err := images.Default.Find(context.Background(), runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// opener opens local sessions as the CLI's would, with an ask rule for touch.
+func opener(kernelPath string, limit output.Limit) func(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
+	return func(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
+		var budget, noOT time.Duration
+		var err error
+		if req.BlockingBudget != "" {
+			if budget, err = daemon.ParseDuration(req.BlockingBudget); err != nil {
+				return daemon.Opened{}, err
+			}
+		}
+		if req.NoOutputTimeout != "" {
+			if noOT, err = daemon.ParseDuration(req.NoOutputTimeout); err != nil {
+				return daemon.Opened{}, err
+			}
+		}
+		cfg := orchestrator.Config{
+			Workspace: req.Workspace,
+			Transport: &local.Transport{Stderr: os.Stderr},
+			Kernel:    kernelPath,
+			Env:       []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + req.Workspace, "LC_ALL=C"},
+			Limit:     limit,
+			Budget:    budget,
+			Policy:    orchestrator.Policy{Rules: []policy.ShellRule{{Action: policy.AskRule, Prefix: []string{"touch"}, Source: "test"}}},
+			Handlers:  orchestrator.FSHandlers(orchestrator.FSConfig{Roots: []string{req.Workspace}}),
+		}
+		return daemon.Opened{Config: cfg, Transport: "local", NoOutputTimeout: noOT}, nil
+	}
+}
+
+func startDaemon(t testing.TB, o daemonOptions) *testDaemon {
+	t.Helper()
+	if o.state == "" {
+		o.state = t.TempDir()
+	}
+	if o.limit == (output.Limit{}) {
+		o.limit = output.Default()
+	}
+	logs := &logBuffer{}
+	srv, err := daemon.New(daemon.Config{
+		Open:     opener(kernel(t), o.limit),
+		StateDir: o.state,
+		Version:  "test",
+		Log:      slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "run", daemon.SocketName)
+	l, err := daemon.Listen(sock, srv.Log())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &testDaemon{srv: srv, socket: sock, state: o.state, logs: logs, done: make(chan error, 1)}
+	go func() { d.done <- srv.Serve(l) }()
+	t.Cleanup(func() { d.stop(t) })
+	c, err := client.New("unix://" + sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.c = c
+	return d
+}
+
+// stop closes every session and waits for the server to stop serving.
+func (d *testDaemon) stop(t testing.TB) {
+	if d.srv == nil {
+		return
+	}
+	if err := d.srv.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if err := <-d.done; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	d.c.Close()
+	d.srv = nil
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

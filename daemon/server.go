@@ -1,0 +1,555 @@
+// Package daemon is Paddock's daemon: it serves sessions over HTTP/JSON on a unix socket in
+// a private directory, to peers of its own uid only, with an event stream per session,
+// metrics and an OpenAPI document of its routes (package api).
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/orchestrator"
+)
+
+// Opened is what a session's opener returns: the orchestrator's configuration (transport,
+// kernel, environment, path map, handlers, policy, budget) and what to tell the client.
+type Opened struct {
+	Config          orchestrator.Config
+	Transport       string        // the transport's kind
+	NoOutputTimeout time.Duration // 0: none
+	Warnings        []string
+}
+
+// Config configures a Server.
+type Config struct {
+	// Open turns a request into a session's configuration (the settings, the transport).
+	Open func(ctx context.Context, req api.OpenRequest) (Opened, error)
+	// StateDir holds every session's files (0700 directories, 0600 files).
+	StateDir string
+	// Version is reported by /v1/health.
+	Version string
+	// Log receives diagnostics; nil discards them.
+	Log *slog.Logger
+}
+
+// Server serves the API.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+	start   time.Time
+	mux     *http.ServeMux
+
+	life context.Context // ends at Close: the lifetime of the server's goroutines
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu       sync.Mutex
+	sessions map[string]*entry // guarded by mu
+	closing  bool              // guarded by mu
+}
+
+// entry is one session the daemon holds.
+type entry struct {
+	s    *orchestrator.Session // nil when ended
+	cfg  orchestrator.Config
+	hub  *hub
+	dir  string // the session's state directory
+	noOT time.Duration
+
+	calls atomic.Int64
+
+	mu        sync.Mutex
+	info      api.Session       // guarded by mu
+	children  []string          // guarded by mu
+	artifacts map[string]string // guarded by mu: job id -> artifact file
+}
+
+// New makes a server and lists again the sessions its state directory records: the ones
+// it cannot take up again are listed as ended, with the reason.
+func New(cfg Config) (*Server, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.StateDir == "" {
+		return nil, errors.New("daemon: no state directory")
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.StateDir, "sessions"), 0o700); err != nil {
+		return nil, fmt.Errorf("daemon: state directory: %w", err)
+	}
+	s := &Server{cfg: cfg, log: cfg.Log, metrics: newMetrics(), start: time.Now(), sessions: map[string]*entry{}}
+	s.life, s.stop = context.WithCancel(context.Background())
+	s.recover()
+	s.routes()
+	return s, nil
+}
+
+// Handler returns the API's handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Serve serves the API on l until Close.
+func (s *Server) Serve(l net.Listener) error {
+	hs := &http.Server{Handler: s.mux, BaseContext: func(net.Listener) context.Context { return s.life },
+		ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-s.life.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(ctx)
+	}()
+	err := hs.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close closes every session (their state files go with them) and stops serving.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	var roots []string
+	for id, e := range s.sessions {
+		if e.info.Parent == "" {
+			roots = append(roots, id)
+		}
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, id := range roots {
+		if _, err := s.closeSession(id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.stop()
+	s.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Detach stops serving and leaves every session's state file in place, as a daemon that is
+// killed would: used to test a restart.
+func (s *Server) Detach() {
+	s.stop()
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Server) sessionDir(id string) string {
+	return filepath.Join(s.cfg.StateDir, "sessions", id)
+}
+
+// stateFile is where a session's description is kept, so that a new daemon lists it again.
+const stateFile = "session.json"
+
+// save writes a session's state file (0600 from the moment it exists), replacing it whole.
+func (e *entry) save() error {
+	e.mu.Lock()
+	b, err := json.MarshalIndent(e.info, "", "  ")
+	e.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(e.dir, stateFile+".new")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(e.dir, stateFile))
+}
+
+// recover lists again the sessions a previous daemon recorded. Their kernels cannot be
+// taken up again (the transports hold no reattach yet), so each is listed as ended.
+func (s *Server) recover() {
+	dirs, _ := os.ReadDir(filepath.Join(s.cfg.StateDir, "sessions"))
+	for _, d := range dirs {
+		dir := filepath.Join(s.cfg.StateDir, "sessions", d.Name())
+		b, err := os.ReadFile(filepath.Join(dir, stateFile))
+		if err != nil {
+			continue
+		}
+		var info api.Session
+		if json.Unmarshal(b, &info) != nil || info.ID != d.Name() {
+			s.log.Warn("unreadable session state file", "dir", dir)
+			continue
+		}
+		if info.State == api.Open {
+			info.State = api.Ended
+			info.Reason = "its kernel ended while no daemon held it (the daemon restarted)"
+		}
+		e := &entry{info: info, dir: dir, hub: newHub(info.ID), artifacts: map[string]string{}}
+		e.hub.close()
+		if err := e.save(); err != nil {
+			s.log.Warn("session state file", "session", info.ID, "error", err)
+		}
+		s.sessions[info.ID] = e
+		s.log.Warn("session from a previous daemon listed as ended", "session", info.ID, "reason", info.Reason)
+	}
+}
+
+// open opens a root session, or (parent set) spawns a child.
+func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) {
+	if req.Workspace == "" {
+		return nil, &orchestrator.WorkdirError{Reason: "none"}
+	}
+	o, err := s.cfg.Open(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	id := newID()
+	dir := s.sessionDir(id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, err
+	}
+	cfg := o.Config
+	cfg.ID = id
+	cfg.StateDir = dir
+	cfg.Log = s.log
+	sess, err := orchestrator.Open(ctx, cfg)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	e := &entry{s: sess, cfg: cfg, hub: newHub(id), dir: dir, noOT: o.NoOutputTimeout, artifacts: map[string]string{}}
+	e.info = api.Session{ID: id, State: api.Open, Workspace: sess.Workspace(), Transport: o.Transport,
+		Created: time.Now().UTC(), BlockingBudget: cfg.Budget.String(), Warnings: o.Warnings}
+	if o.NoOutputTimeout > 0 {
+		e.info.NoOutputTimeout = o.NoOutputTimeout.String()
+	}
+	return e, s.register(e)
+}
+
+// register adds an opened session; it is closed again when the server is closing.
+func (s *Server) register(e *entry) error {
+	s.hubMetrics(e.hub)
+	if err := e.save(); err != nil {
+		e.s.Close()
+		os.RemoveAll(e.dir)
+		return err
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		e.s.Close()
+		os.RemoveAll(e.dir)
+		return errors.New("daemon: shutting down")
+	}
+	s.sessions[e.info.ID] = e
+	s.mu.Unlock()
+	s.metrics.add(func(m *metrics) { m.open++; m.opened++ })
+	return nil
+}
+
+func (s *Server) hubMetrics(h *hub) {
+	h.onQuestion = func() { s.metrics.add(func(m *metrics) { m.questions++ }) }
+	h.onSettled = func(o string) { s.metrics.add(func(m *metrics) { m.answers[o]++ }) }
+}
+
+// spawn spawns a child of a session.
+func (s *Server) spawn(ctx context.Context, parent *entry, req api.SpawnRequest) (*entry, error) {
+	if parent.s == nil {
+		return nil, &stateError{ID: parent.info.ID}
+	}
+	t0 := time.Now()
+	child, err := parent.s.Spawn(ctx, orchestrator.ChildConfig{Name: req.Name, Workspace: req.Workspace, Env: req.Env})
+	if err != nil {
+		return nil, err
+	}
+	if req.Workspace == orchestrator.Isolated {
+		s.metrics.add(func(m *metrics) { m.clone.observe(time.Since(t0)) })
+	}
+	id := child.ID()
+	dir := s.sessionDir(id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		child.Close()
+		return nil, err
+	}
+	mode := req.Workspace
+	if mode == "" {
+		mode = orchestrator.Shared
+	}
+	parent.mu.Lock()
+	info := parent.info
+	parent.mu.Unlock()
+	e := &entry{s: child, cfg: parent.cfg, hub: newHub(id), dir: dir, noOT: parent.noOT, artifacts: map[string]string{}}
+	e.info = api.Session{ID: id, State: api.Open, Workspace: child.Workspace(), Transport: info.Transport,
+		Parent: parent.info.ID, Name: req.Name, Mode: mode, Created: time.Now().UTC(),
+		BlockingBudget: info.BlockingBudget, NoOutputTimeout: info.NoOutputTimeout, Clone: child.CloneReport()}
+	if err := s.register(e); err != nil {
+		return nil, err
+	}
+	parent.mu.Lock()
+	parent.children = append(parent.children, id)
+	parent.info.Children = slices.Clone(parent.children)
+	parent.mu.Unlock()
+	parent.save()
+	return e, nil
+}
+
+// get returns a session.
+func (s *Server) get(id string) (*entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.sessions[id]; e != nil {
+		return e, nil
+	}
+	return nil, &orchestrator.NotFoundError{What: "session", ID: id}
+}
+
+// describe returns a session's description, with its jobs.
+func (s *Server) describe(e *entry) api.Session {
+	e.mu.Lock()
+	info := e.info
+	info.Children = slices.Clone(e.children)
+	arts := e.artifacts
+	e.mu.Unlock()
+	if e.s != nil {
+		for _, j := range e.s.Jobs() {
+			info.Jobs = append(info.Jobs, describeJob(j, arts))
+		}
+		sort.Slice(info.Jobs, func(a, b int) bool { return jobLess(info.Jobs[a].ID, info.Jobs[b].ID) })
+	}
+	return info
+}
+
+// jobLess orders job ids by their number.
+func jobLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+func describeJob(j *orchestrator.Job, arts map[string]string) api.Job {
+	out := api.Job{ID: j.ID(), Script: j.Script(), Result: j.Result()}
+	select {
+	case <-j.Done():
+		out.Done = true
+	default:
+	}
+	if arts != nil {
+		out.Artifact = arts[j.ID()]
+	}
+	return out
+}
+
+// closeSession closes a session and its children (theirs first: an isolated child's
+// workspace is handed back before its parent closes), removes its state, and returns its
+// last description.
+func (s *Server) closeSession(id string) (api.Session, error) {
+	e, err := s.get(id)
+	if err != nil {
+		return api.Session{}, err
+	}
+	e.mu.Lock()
+	kids := slices.Clone(e.children)
+	e.mu.Unlock()
+	var errs []error
+	for _, k := range kids {
+		if _, err := s.closeSession(k); err != nil && !isNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	s.mu.Lock()
+	if s.sessions[id] != e {
+		s.mu.Unlock()
+		return api.Session{}, &orchestrator.NotFoundError{What: "session", ID: id}
+	}
+	delete(s.sessions, id)
+	s.mu.Unlock()
+	info := s.describe(e)
+	if e.s != nil {
+		t0 := time.Now()
+		if err := e.s.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		if info.Mode == orchestrator.Isolated {
+			s.metrics.add(func(m *metrics) { m.handback.observe(time.Since(t0)) })
+		}
+		info.Handback = e.s.Handback()
+		s.metrics.add(func(m *metrics) { m.open--; m.closed++ })
+	}
+	if info.State == api.Open {
+		info.State = api.Closed
+	}
+	e.hub.close()
+	if err := os.RemoveAll(e.dir); err != nil {
+		errs = append(errs, err)
+	}
+	if info.Parent != "" {
+		if p, err := s.get(info.Parent); err == nil {
+			p.mu.Lock()
+			p.children = slices.DeleteFunc(p.children, func(c string) bool { return c == id })
+			p.info.Children = slices.Clone(p.children)
+			p.mu.Unlock()
+			p.save()
+		}
+	}
+	return info, errors.Join(errs...)
+}
+
+func isNotFound(err error) bool {
+	var nf *orchestrator.NotFoundError
+	return errors.As(err, &nf)
+}
+
+// stateError is a request that needs an open session, made to an ended one.
+type stateError struct{ ID string }
+
+func (e *stateError) Error() string { return fmt.Sprintf("session %s has ended", e.ID) }
+
+// Code is the stable code of the error.
+func (e *stateError) Code() string { return "session_ended" }
+
+// bash runs a call, keeping its whole output in an artifact file while it runs: the file
+// stays when the call detached or its output was cut, and goes otherwise.
+func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (*orchestrator.Result, string, error) {
+	if e.s == nil {
+		return nil, "", &stateError{ID: e.info.ID}
+	}
+	var budget time.Duration
+	if req.Budget != "" {
+		d, err := parseDuration(req.Budget)
+		if err != nil {
+			return nil, "", &badRequest{msg: "budget: " + err.Error()}
+		}
+		budget = d
+		if budget == 0 {
+			budget = -1
+		}
+	}
+	n := e.calls.Add(1)
+	art := filepath.Join(e.dir, fmt.Sprintf("call-%d.out", n))
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	call := orchestrator.Call{Script: req.Script, Budget: budget, Artifact: art,
+		Live: func(step, fd int, data []byte) {
+			last.Store(time.Now().UnixNano())
+			e.hub.publish(api.Event{Kind: api.EventOutput, Output: &api.Output{Step: step, FD: fd, Data: string(data)}})
+		}}
+	t0 := time.Now()
+	res, err := e.s.Run(ctx, call)
+	s.metrics.add(func(m *metrics) { m.callSeconds.observe(time.Since(t0)) })
+	if err != nil {
+		os.Remove(art)
+		return nil, "", err
+	}
+	if res.End.Kind != orchestrator.Detached {
+		s.countSteps(res)
+		if !dropped(res) {
+			os.Remove(art)
+			art = ""
+		}
+		return res, art, nil
+	}
+	j, err := e.s.Job(res.End.Job)
+	if err != nil {
+		return res, art, nil
+	}
+	e.mu.Lock()
+	e.artifacts[j.ID()] = art
+	e.mu.Unlock()
+	s.metrics.add(func(m *metrics) { m.detached++ })
+	s.wg.Add(1)
+	go s.watchJob(e, j, art, &last)
+	return res, art, nil
+}
+
+// dropped reports whether any step's output was cut.
+func dropped(r *orchestrator.Result) bool {
+	for _, st := range r.Steps {
+		if st.Stdout.DroppedBytes > 0 || st.Stderr.DroppedBytes > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) countSteps(r *orchestrator.Result) {
+	s.metrics.add(func(m *metrics) {
+		m.steps["ran"] += int64(len(r.Steps))
+		if r.End.Kind == orchestrator.Refused {
+			m.steps[r.End.Code]++
+		}
+	})
+}
+
+// watchJob waits for a detached job's end, telling the stream; with a no-output timeout it
+// kills the job once it has printed nothing for that long (a question waiting for an
+// answer counts as activity: the job's step waits with it).
+func (s *Server) watchJob(e *entry, j *orchestrator.Job, art string, last *atomic.Int64) {
+	defer s.wg.Done()
+	var tick <-chan time.Time
+	if e.noOT > 0 {
+		t := time.NewTicker(max(e.noOT/8, 10*time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-j.Done():
+			res := j.Result()
+			s.countSteps(res)
+			s.metrics.add(func(m *metrics) { m.jobs[res.End.Kind]++ })
+			e.hub.publish(api.Event{Kind: api.EventJobEnd, Job: &api.Job{ID: j.ID(), Script: j.Script(), Done: true, Artifact: art, Result: res}})
+			return
+		case <-tick:
+			if e.hub.open() {
+				last.Store(time.Now().UnixNano())
+				continue
+			}
+			if time.Since(time.Unix(0, last.Load())) >= e.noOT {
+				s.log.Warn("job killed: no output", "session", e.info.ID, "job", j.ID(), "timeout", e.noOT)
+				j.Kill()
+			}
+		case <-s.life.Done():
+			return
+		}
+	}
+}
+
+// parseDuration reads a duration; a bare number is seconds; "-1": no limit.
+func parseDuration(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if v == "-1" {
+		return -1, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return d, nil
+	}
+	var secs float64
+	if _, err := fmt.Sscanf(v, "%g", &secs); err == nil {
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	return 0, fmt.Errorf("%q is not a duration (e.g. 30s, 5m)", v)
+}
+
+// ParseDuration is the daemon's reading of a duration setting: "30s", "5m", a bare number of
+// seconds, "-1" for no limit.
+func ParseDuration(v string) (time.Duration, error) { return parseDuration(v) }
+
+// badRequest is a request the API cannot read.
+type badRequest struct{ msg string }
+
+func (e *badRequest) Error() string { return e.msg }
+func (e *badRequest) Code() string  { return "bad_request" }
+
+// Log returns the server's logger.
+func (s *Server) Log() *slog.Logger { return s.log }
