@@ -38,10 +38,11 @@ type CloneReport struct {
 	Warnings []string      `json:"warnings,omitempty"`
 }
 
-// racyWindow bounds how far a file's ctime can lag the clock (the filesystem's timestamp
-// tick). A file changed twice within one tick keeps its stat facts; entries recorded that
-// close to the moment they were read are compared by content at the hand-back instead.
-var racyWindow = 50 * time.Millisecond
+// A file changed twice within one tick of the clock that stamps file times keeps its stat
+// facts. So a parent's entry whose ctime is not older than the clock when it was read is
+// marked racy, and compared by content at the hand-back; and Clone returns only once that
+// clock has passed the ctime of every file of the copy, so that nothing the child does can
+// leave a copy file's facts as recorded (see tickClock).
 
 var errNoReflink = errors.New("the filesystem cannot clone extents")
 
@@ -205,7 +206,13 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 			m.Dirs++
 		}
 	}
-	m.Stamp = time.Now().UnixNano()
+	var last int64
+	for _, r := range m.records {
+		last = max(last, r.Copy.Ctime)
+	}
+	if m.Stamp, err = waitPast(ctx, last); err != nil {
+		return nil, err
+	}
 	if err := writeManifest(filepath.Join(dir, ManifestName), m); err != nil {
 		return nil, err
 	}
@@ -247,7 +254,7 @@ func (c *cloner) file(r *record) error {
 		return &pathError{op: "fstat", path: src, err: err}
 	}
 	r.Parent = factsOf(&st)
-	r.Racy = r.Parent.Ctime >= time.Now().UnixNano()-racyWindow.Nanoseconds()
+	r.Racy = r.Parent.Ctime >= tickClock()
 	if kindOfMode(r.Parent.Mode) != File {
 		return fmt.Errorf("%s is no longer a regular file", src)
 	}
@@ -339,7 +346,7 @@ func (c *cloner) symlink(r *record) error {
 		return fmt.Errorf("%s is no longer a symlink", src)
 	}
 	r.Parent = f
-	r.Racy = f.Ctime >= time.Now().UnixNano()-racyWindow.Nanoseconds()
+	r.Racy = f.Ctime >= tickClock()
 	target, err := os.Readlink(src)
 	if err != nil {
 		return err
@@ -432,4 +439,19 @@ func removeAll(name string) error {
 		return nil
 	})
 	return os.RemoveAll(name)
+}
+
+// waitPast returns once tickClock is past t, with its reading: at most a tick or two.
+func waitPast(ctx context.Context, t int64) (int64, error) {
+	for {
+		now := tickClock()
+		if now > t {
+			return now, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Duration(min(t-now+1, int64(time.Millisecond)))):
+		}
+	}
 }

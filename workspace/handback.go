@@ -233,6 +233,8 @@ func (h *handback) gather(ctx context.Context) ([]PathFacts, error) {
 			f.ParentChanged = true
 		case pk == Dir:
 		case sameFacts(pf, rec.Parent) && !rec.Racy:
+		case pk == File && (pf.Size != rec.Parent.Size || pf.Mode != rec.Parent.Mode):
+			f.ParentChanged = true
 		default:
 			eq, err := equalEntries(join(h.parent, p), join(h.base, p), pk)
 			if err != nil {
@@ -306,8 +308,10 @@ func (h *handback) childChanged(r *record, c childEntry) bool {
 		return true
 	case c.kind == Dir:
 		return false
-	case sameFacts(c.facts, r.Copy) && r.Copy.Ctime < h.m.Stamp-racyWindow.Nanoseconds():
+	case sameFacts(c.facts, r.Copy) && r.Copy.Ctime < h.m.Stamp:
 		return false
+	case c.facts.Size != r.Copy.Size || c.facts.Mode != r.Copy.Mode:
+		return true // no need to read
 	}
 	eq, err := equalEntries(join(h.copy, r.Path), join(h.base, r.Path), c.kind)
 	return err != nil || !eq

@@ -34,9 +34,8 @@ type header struct {
 	// files of the child that git would ignore in the parent.
 	Prefix []string    `json:"prefix,omitempty"`
 	Ignore []ignoreSet `json:"ignore,omitempty"`
-	// Stamp is the time (ns) when the last file of the copy was made: a copy file whose
-	// ctime is within racyWindow of it could change again in the same clock tick unseen,
-	// so its contents are compared at the hand-back.
+	// Stamp is tickClock (ns) when the clone returned, past the ctime of every copy file:
+	// a copy file whose ctime is not older is compared by content at the hand-back.
 	Stamp int64 `json:"stamp"`
 	Files int   `json:"files"`
 	Dirs  int   `json:"dirs"`
@@ -54,7 +53,7 @@ type ignoreSet struct {
 type record struct {
 	Path   string
 	Kind   Kind
-	Racy   bool // the parent's entry changed within racyWindow of being read
+	Racy   bool // the parent's entry had changed in the clock tick it was read in
 	Parent facts
 	Copy   facts
 }

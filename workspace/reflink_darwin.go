@@ -1,6 +1,10 @@
 package workspace
 
-import "golang.org/x/sys/unix"
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 // reflink clones src to the new path dst with clonefile (APFS). It returns errNoReflink
 // when the filesystem cannot clone.
@@ -22,3 +26,7 @@ const reflinkCreates = true
 func copyBytes(dst, src int, size int64) error { return copyLoop(dst, src, 0, size) }
 
 func futimens(_ int, name string, ts []unix.Timespec) error { return unix.UtimesNano(name, ts) }
+
+// tickClock lags the wall clock by a margin wider than any filesystem's time stamp
+// granularity, as no coarse clock can be read here.
+func tickClock() int64 { return time.Now().Add(-10 * time.Millisecond).UnixNano() }

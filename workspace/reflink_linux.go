@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -49,4 +50,14 @@ func futimens(fd int, _ string, ts []unix.Timespec) error {
 		return errno
 	}
 	return nil
+}
+
+// tickClock is the clock the kernel stamps file times with (the coarse realtime clock),
+// in nanoseconds: a file's ctime is never later than its reading at the change.
+func tickClock() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts); err != nil {
+		return time.Now().UnixNano()
+	}
+	return ts.Nano()
 }
