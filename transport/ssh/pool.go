@@ -52,11 +52,12 @@ func (p *Pool) dialer() *Dialer {
 
 // Lease is one use of a pooled connection; Release ends it.
 type Lease struct {
-	Conn *Conn
-	p    *Pool
-	key  string
-	pc   *pooled
-	once sync.Once
+	Conn   *Conn
+	kernel string // the kernel's path on the box, once known
+	p      *Pool
+	key    string
+	pc     *pooled
+	once   sync.Once
 }
 
 // Get returns a lease on a live connection to the host named, dialling one if none is free.

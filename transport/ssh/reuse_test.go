@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/ssh"
+	"github.com/paddockhq/paddock/transport/ssh/sshtest"
 )
 
 // Sessions on one box share one connection; the kernel is uploaded once per content hash
@@ -100,4 +102,33 @@ func TestCloseEndsKernelAndGroups(t *testing.T) {
 		}
 		return len(kernelProcs(b.cache)) == 0
 	})
+}
+
+// A server that allows two channels per connection (MaxSessions 2): a third kernel goes on
+// a second connection, and both connections close when their kernels end.
+func TestMaxSessionsOpensAnotherConnection(t *testing.T) {
+	srv := sshtest.StartWith(t, sshtest.Options{MaxSessions: 2})
+	pool := &ssh.Pool{Dialer: srv.Dialer(), Idle: -1}
+	defer pool.Close()
+	cache := filepath.Join(srv.Dir, "kernel-cache")
+	k := kernelPath(t)
+	b := &box{srv: srv, pool: pool, cache: cache, tr: &ssh.Transport{
+		Host: sshtest.Alias, Pool: pool, KernelCache: cache,
+		Kernels: func(context.Context, string) (string, error) { return k, nil },
+	}}
+	dir := t.TempDir()
+	var ks []transport.Kernel
+	for i := 0; i < 3; i++ {
+		ks = append(ks, startKernel(t, b, dir))
+	}
+	if n := pool.Conns(); n != 2 {
+		t.Fatalf("%d connections for 3 kernels at 2 channels each; want 2", n)
+	}
+	for _, k := range ks {
+		k.Kill()
+		if err := k.Wait(); err != nil {
+			t.Errorf("kernel: %v", err)
+		}
+	}
+	eventually(t, 5*time.Second, "connections left open", func() bool { return pool.Conns() == 0 })
 }

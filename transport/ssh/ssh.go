@@ -125,65 +125,9 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 			return nil, &OutsideError{Cwd: spec.Cwd}
 		}
 	}
-	p := t.pool()
-	l, err := p.Get(ctx, t.Host)
+	l, s, err := t.session(ctx, spec)
 	if err != nil {
 		return nil, err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			l.Release()
-		}
-	}()
-	b, err := l.Conn.probe(ctx)
-	if err != nil {
-		return nil, err
-	}
-	local := spec.Kernel
-	if local == "" || b.arch != runtime.GOARCH {
-		find := t.Kernels
-		if find == nil {
-			find = images.Default.Find
-		}
-		if local, err = find(ctx, b.arch); err != nil {
-			return nil, &Error{Code: CodeBox, Host: t.Host, Err: fmt.Errorf("%w for linux/%s: %w", errNoKernel, b.arch, err)}
-		}
-	}
-	sum, err := t.sum(local)
-	if err != nil {
-		return nil, &Error{Code: CodeBox, Host: t.Host, Err: err}
-	}
-	remote, err := l.Conn.upload(ctx, b, local, sum, t.KernelCache)
-	if err != nil {
-		return nil, err
-	}
-	// The channel goes on the lease's connection unless the server refuses one more; then
-	// on another.
-	s, err := l.Conn.NewSession()
-	if err != nil {
-		var oe *xssh.OpenChannelError
-		if !errors.As(err, &oe) {
-			if lost := l.Conn.Lost(); lost != nil {
-				return nil, lost
-			}
-			return nil, &Error{Code: CodeConnectionLost, Host: t.Host, Err: err}
-		}
-		l.full()
-		l.Release()
-		if l, s, err = p.Session(ctx, t.Host); err != nil {
-			return nil, err
-		}
-		if _, err := l.Conn.probe(ctx); err != nil {
-			s.Close()
-			l.Release()
-			return nil, err
-		}
-		if _, err := l.Conn.upload(ctx, b, local, sum, t.KernelCache); err != nil {
-			s.Close()
-			l.Release()
-			return nil, err
-		}
 	}
 	k := &kernel{host: t.Host, lease: l, s: s, done: make(chan struct{})}
 	if k.stdin, err = s.StdinPipe(); err == nil {
@@ -194,20 +138,87 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	}
 	if err != nil {
 		s.Close()
+		l.Release()
 		return nil, &Error{Code: CodeBox, Host: t.Host, Err: err}
 	}
 	k.stderr.w = t.Stderr
 	s.Stderr = &k.stderr
-	if err := s.Start(kernelCommand(spec.Cwd, spec.Env, remote, spec.Args)); err != nil {
+	if err := s.Start(kernelCommand(spec.Cwd, spec.Env, l.kernel, spec.Args)); err != nil {
 		s.Close()
+		l.Release()
 		if lost := l.Conn.Lost(); lost != nil {
 			return nil, lost
 		}
 		return nil, &Error{Code: CodeBox, Host: t.Host, Err: fmt.Errorf("start the kernel: %w", err)}
 	}
-	ok = true
 	go k.wait()
 	return k, nil
+}
+
+// session returns a lease on a connection to the box that holds the kernel, and a new
+// session channel on it. A connection whose server refuses one more channel (its
+// MaxSessions) is marked full, and the next one tried.
+func (t *Transport) session(ctx context.Context, spec transport.Spec) (*Lease, *xssh.Session, error) {
+	p := t.pool()
+	local := ""
+	for tries := 0; ; tries++ {
+		l, err := p.Get(ctx, t.Host)
+		if err != nil {
+			return nil, nil, err
+		}
+		s, err := t.prepare(ctx, l, spec, &local)
+		if err == nil {
+			return l, s, nil
+		}
+		var oe *xssh.OpenChannelError
+		if errors.As(err, &oe) && tries < 4 && l.Conn.Lost() == nil {
+			l.full()
+			l.Release()
+			continue
+		}
+		l.Release()
+		if lost := l.Conn.Lost(); lost != nil {
+			return nil, nil, lost
+		}
+		if CodeOf(err) == "" {
+			err = &Error{Code: CodeBox, Host: t.Host, Err: err}
+		}
+		return nil, nil, err
+	}
+}
+
+// prepare makes sure the box behind l holds the kernel (its architecture learnt, the
+// binary uploaded), and opens a session channel. *local is the host's kernel binary, found
+// on the first call.
+func (t *Transport) prepare(ctx context.Context, l *Lease, spec transport.Spec, local *string) (*xssh.Session, error) {
+	b, err := l.Conn.probe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if *local == "" {
+		*local = spec.Kernel
+		if *local == "" || b.arch != runtime.GOARCH {
+			find := t.Kernels
+			if find == nil {
+				find = images.Default.Find
+			}
+			if *local, err = find(ctx, b.arch); err != nil {
+				return nil, &Error{Code: CodeBox, Host: t.Host, Err: fmt.Errorf("%w for linux/%s: %w", errNoKernel, b.arch, err)}
+			}
+		}
+	}
+	sum, err := t.sum(*local)
+	if err != nil {
+		return nil, &Error{Code: CodeBox, Host: t.Host, Err: err}
+	}
+	if l.kernel, err = l.Conn.upload(ctx, b, *local, sum, t.KernelCache); err != nil {
+		return nil, err
+	}
+	s, err := l.Conn.NewSession()
+	if err != nil {
+		return nil, fmt.Errorf("open a session channel: %w", err)
+	}
+	return s, nil
 }
 
 type kernel struct {

@@ -34,16 +34,17 @@ var Sshd = "/usr/sbin/sshd"
 
 // Server is one running sshd.
 type Server struct {
-	Dir        string // holds every file below
-	Port       int
-	User       string      // the user that logs in: the test's own
-	HostKey    xssh.Signer // the server's host key
-	KnownHosts string      // known_hosts holding the host key for [127.0.0.1]:Port
-	Identity   string      // the client's private key file (no passphrase)
-	ClientKey  xssh.Signer // its key
-	Config     string      // ssh client configuration: Host box -> the server
-	cmd        *exec.Cmd
-	exited     chan struct{}
+	Dir         string // holds every file below
+	Port        int
+	User        string      // the user that logs in: the test's own
+	HostKey     xssh.Signer // the server's host key
+	KnownHosts  string      // known_hosts holding the host key for [127.0.0.1]:Port
+	Identity    string      // the client's private key file (no passphrase)
+	ClientKey   xssh.Signer // its key
+	Config      string      // ssh client configuration: Host box -> the server
+	cmd         *exec.Cmd
+	exited      chan struct{}
+	maxSessions int
 }
 
 // Addr is the server's address.
@@ -63,6 +64,8 @@ type Options struct {
 	// User is the user that logs in; "": the test's own. Another user needs the test to run
 	// as root.
 	User string
+	// MaxSessions is how many channels one connection may open at once; 0: 64.
+	MaxSessions int
 }
 
 // Start starts a server for the test; it is stopped, with every process it started, when
@@ -94,7 +97,10 @@ func StartWith(t testing.TB, o Options) *Server {
 	}
 	os.Chmod(dir, 0o755)
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	s := &Server{Dir: dir, User: u.Username}
+	s := &Server{Dir: dir, User: u.Username, maxSessions: o.MaxSessions}
+	if s.maxSessions <= 0 {
+		s.maxSessions = 64
+	}
 	if o.User != "" && o.User != u.Username {
 		if u.Uid != "0" {
 			Skip(t, "logging in as "+o.User+" needs the test to run as root")
@@ -186,12 +192,12 @@ KbdInteractiveAuthentication no
 UsePAM no
 PermitRootLogin prohibit-password
 Subsystem sftp internal-sftp
-MaxSessions 64
+MaxSessions %d
 MaxStartups 64:30:128
 ClientAliveInterval 0
 PrintMotd no
 LogLevel ERROR
-`, s.Port, filepath.Join(s.Dir, "host_ed25519"), filepath.Join(s.Dir, "authorized_keys"))
+`, s.Port, filepath.Join(s.Dir, "host_ed25519"), filepath.Join(s.Dir, "authorized_keys"), s.maxSessions)
 	if err := os.WriteFile(filepath.Join(s.Dir, "sshd_config"), []byte(cfg), 0o644); err != nil {
 		return err
 	}
