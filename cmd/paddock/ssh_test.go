@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/transport/ssh/sshtest"
+)
+
+// sshHome makes a home whose ~/.ssh/config reaches the test's sshd as "box", with no
+// settings file; the kernel is the one found before the home changed.
+func sshHome(t *testing.T) (srv *sshtest.Server, cache string) {
+	t.Helper()
+	if _, err := images.Default.Find(context.Background(), runtime.GOARCH); err != nil {
+		t.Fatal(err)
+	}
+	srv = sshtest.Start(t)
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	b, err := os.ReadFile(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(home, ".ssh", "config"), b, 0o600)
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	t.Setenv("SSH_AUTH_SOCK", "")
+	return srv, filepath.Join(srv.Dir, "kernel-cache")
+}
+
+func TestRunOverSSH(t *testing.T) {
+	_, cache := sshHome(t)
+	ws := fixture(t)
+	out, errOut, code := paddock(t, ws, "run", "--transport", "ssh", "--host", "box", "--kernel-cache", cache, "--", "cat a.txt | wc -l; pwd")
+	if code != 0 || out != "3\n"+ws+"\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// No host: a usage error naming the flag and the setting.
+	_, errOut, code = paddock(t, ws, "run", "--transport", "ssh", "--", "true")
+	if code != exitUsage || !strings.Contains(errOut, "--host") || !strings.Contains(errOut, "kernelTransport.ssh.host") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// --sync: the workspace goes to the box and what the script changed there comes back.
+func TestRunOverSSHSync(t *testing.T) {
+	_, cache := sshHome(t)
+	ws := fixture(t)
+	out, errOut, code := paddock(t, ws, "run", "--transport", "ssh", "--host", "box", "--kernel-cache", cache, "--sync", "--", "pwd; echo changed > a.txt; rm b.txt; echo new > n.txt")
+	if code != 0 || strings.TrimSpace(out) == ws {
+		t.Fatalf("exit %d, stdout %q (the script must run in the box's copy), stderr %q", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "handed back") {
+		t.Fatalf("stderr %q does not report the hand-back", errOut)
+	}
+	for name, want := range map[string]string{"a.txt": "changed\n", "n.txt": "new\n", "c.go": "package c\n"} {
+		if b, err := os.ReadFile(filepath.Join(ws, name)); err != nil || string(b) != want {
+			t.Errorf("%s: %q %v; want %q", name, b, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "b.txt")); !os.IsNotExist(err) {
+		t.Errorf("b.txt, removed on the box, is still there: %v", err)
+	}
+	if _, err := os.Stat(strings.TrimSpace(out)); !os.IsNotExist(err) {
+		t.Errorf("the box's copy %s is left: %v", strings.TrimSpace(out), err)
+	}
+}
