@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/policy"
 )
 
@@ -324,3 +327,37 @@ type funcClient struct {
 
 func (c *funcClient) Kind() ClientKind { return c.kind }
 func (c *funcClient) Notify(e Event)   { c.notify(e) }
+
+// A file access from the sandbox outside the auto set takes the approval route like a step:
+// refused with nobody attached, run on a yes.
+// law: gate_secret_read_needs_yes, gate_yes_runs
+func TestFileAccessAsks(t *testing.T) {
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".aws"), 0o700)
+	os.WriteFile(filepath.Join(home, ".aws", "credentials"), []byte("SECRET\n"), 0o600)
+	kernel, err := images.Default.Find(context.Background(), runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openLocal(t, t.TempDir(), Config{Env: []string{"PATH=/usr/bin:/bin", "HOME=" + home}})
+	read := kernel + ` host fs.read '{"path":"` + filepath.Join(home, ".aws", "credentials") + `"}'`
+	ctx := context.Background()
+	res, err := s.Bash(ctx, read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps[0].Status == 0 || strings.Contains(res.Steps[0].Stdout.Text, "SECRET") {
+		t.Fatalf("a secret was read with nobody to say yes: %s", res)
+	}
+	yes := true
+	c := &testClient{kind: Interactive, answer: &yes}
+	c.s = s
+	defer s.Attach(c)()
+	res, err = s.Bash(ctx, read)
+	if err != nil || res.Steps[0].Status != 0 || !strings.Contains(res.Steps[0].Stdout.Text, "SECRET") {
+		t.Fatalf("after a yes: %v %s", err, res)
+	}
+	if qs := c.asked(); len(qs) != 1 || !slices.Contains(qs[0].Effects, "secret") || !strings.Contains(qs[0].Command, "fs.read") {
+		t.Fatalf("questions %+v", qs)
+	}
+}

@@ -50,7 +50,7 @@ func newPolicyGate(s *Session, p Policy) (*policyGate, error) {
 		g.auto = *p.Auto
 	}
 	if g.pctx == nil {
-		g.pctx = &policy.Context{Cwd: s.cwd, Env: s.cfg.Env, Roots: []string{s.cfg.Workspace}, Settings: p.Settings}
+		g.pctx = &policy.Context{Cwd: s.cwd, Env: s.cfg.Env, Roots: []string{s.cfg.Workspace}, Settings: p.Settings, Ephemeral: s.cfg.Ephemeral}
 		if s.cfg.PathMap != nil {
 			m := s.cfg.PathMap
 			g.pctx.ToHost = func(p string) (string, bool) {

@@ -38,6 +38,9 @@ type Config struct {
 	Env []string
 	// PathMap maps sandbox and host paths; nil is the identity (a local kernel).
 	PathMap *pathmap.Map
+	// Ephemeral says the sandbox is fresh and removed at the end (a new container): a path
+	// under no mount belongs to it alone.
+	Ephemeral bool
 	// Limit bounds each step's output; the zero Limit keeps everything.
 	Limit output.Limit
 	// Handlers serve host requests from programs in the sandbox, by type.

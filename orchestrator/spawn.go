@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -114,7 +115,8 @@ func (s *Session) Collect(ctx context.Context, id string, timeout time.Duration)
 
 // hostHandlers are the host requests every session serves.
 func (s *Session) hostHandlers() map[string]Handler {
-	return map[string]Handler{
+	h := s.fsHandlers()
+	maps.Copy(h, map[string]Handler{
 		"session.spawn": func(ctx context.Context, req HostRequest) (any, error) {
 			var b SpawnRequest
 			if err := req.Decode(&b); err != nil {
@@ -136,5 +138,6 @@ func (s *Session) hostHandlers() map[string]Handler {
 			}
 			return s.Collect(ctx, b.Child, time.Duration(b.TimeoutMillis)*time.Millisecond)
 		},
-	}
+	})
+	return h
 }
