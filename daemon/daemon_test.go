@@ -95,7 +95,7 @@ func opener(kernelPath string, limit output.Limit) func(ctx context.Context, req
 func startDaemon(t testing.TB, o daemonOptions) *testDaemon {
 	t.Helper()
 	if o.state == "" {
-		o.state = t.TempDir()
+		o.state = filepath.Join(t.TempDir(), "state")
 	}
 	if o.limit == (output.Limit{}) {
 		o.limit = output.Default()

@@ -89,6 +89,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.StateDir == "" {
 		return nil, errors.New("daemon: no state directory")
 	}
+	// The state directory is held to the socket directory's rule: made 0700, and used only
+	// when it is the daemon's own with no group or other write.
+	if err := PrepareDir(cfg.StateDir); err != nil {
+		return nil, fmt.Errorf("daemon: state directory: %w", err)
+	}
 	if err := os.MkdirAll(filepath.Join(cfg.StateDir, "sessions"), 0o700); err != nil {
 		return nil, fmt.Errorf("daemon: state directory: %w", err)
 	}

@@ -1,0 +1,153 @@
+package daemon_test
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/orchestrator"
+)
+
+// law: private_on_create
+// Every file the daemon makes for a session is 0600 and every directory 0700, whatever the
+// umask: the state directory, the session's state file, a job's artifact, an isolated
+// child's directory and its bookkeeping. (The clone's copies of workspace files keep the
+// workspace's own modes: they are the user's files, not the daemon's.)
+func TestSessionFilesPrivate(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	d := startDaemon(t, daemonOptions{})
+	ctx := context.Background()
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644)
+	s, err := d.c.Open(ctx, api.OpenRequest{Workspace: ws, BlockingBudget: "50ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.c.Bash(ctx, s.ID, api.BashRequest{Script: "echo out; sleep 0.3; echo more"})
+	if err != nil || r.End.Kind != orchestrator.Detached {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if _, err := d.c.Wait(ctx, s.ID, r.End.Job, ""); err != nil {
+		t.Fatal(err)
+	}
+	child, err := d.c.Spawn(ctx, s.ID, api.SpawnRequest{Name: "c", Workspace: orchestrator.Isolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.Bash(ctx, child.ID, api.BashRequest{Script: "echo b > b.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) (files, dirs int) {
+		filepath.WalkDir(d.state, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				t.Error(err)
+				return nil
+			}
+			rel, _ := filepath.Rel(d.state, p)
+			if mirror(rel) {
+				if e.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			fi, _ := e.Info()
+			want := os.FileMode(0o600)
+			if e.IsDir() {
+				want = 0o700
+				dirs++
+			} else {
+				files++
+			}
+			if fi.Mode().Perm() != want {
+				t.Errorf("%s: %s has mode %04o, want %04o", when, rel, fi.Mode().Perm(), want)
+			}
+			return nil
+		})
+		return
+	}
+	files, dirs := check("open")
+	if files < 3 || dirs < 4 { // state files of both, the artifact; sessions/, both session dirs, the child's
+		t.Errorf("only %d files and %d directories under the state directory", files, dirs)
+	}
+	if _, err := d.c.CloseSession(ctx, child.ID); err != nil {
+		t.Fatal(err)
+	}
+	check("handed back")
+	if _, err := d.c.CloseSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := os.ReadDir(filepath.Join(d.state, "sessions"))
+	if len(left) != 0 {
+		t.Errorf("closed sessions left %d state directories", len(left))
+	}
+}
+
+// mirror reports whether a state path is an isolated child's copy of workspace files.
+func mirror(rel string) bool {
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		switch part {
+		case "base", "copy", "conflicts":
+			return true
+		}
+	}
+	return false
+}
+
+// A new daemon on the same state directory lists the sessions of one that was killed;
+// those whose kernel ended with it are listed as ended, with the reason, and can be
+// removed.
+func TestRestartListsSessionsAsEnded(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	d := startDaemon(t, daemonOptions{state: state})
+	ctx := context.Background()
+	a, err := d.c.Open(ctx, api.OpenRequest{Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := d.c.Open(ctx, api.OpenRequest{Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a killed daemon leaves: the state files, no Close.
+	saved, _ := os.ReadDir(filepath.Join(state, "sessions"))
+	copyDir := filepath.Join(t.TempDir(), "state")
+	for _, e := range saved {
+		os.MkdirAll(filepath.Join(copyDir, "sessions", e.Name()), 0o700)
+		data, _ := os.ReadFile(filepath.Join(state, "sessions", e.Name(), "session.json"))
+		os.WriteFile(filepath.Join(copyDir, "sessions", e.Name(), "session.json"), data, 0o600)
+	}
+	d2 := startDaemon(t, daemonOptions{state: copyDir})
+	list, err := d2.c.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]api.Session{}
+	for _, s := range list {
+		got[s.ID] = s
+	}
+	for _, id := range []string{a.ID, b.ID} {
+		s, ok := got[id]
+		if !ok {
+			t.Errorf("session %s dropped", id)
+			continue
+		}
+		if s.State != api.Ended || s.Reason == "" {
+			t.Errorf("session %s: %+v", id, s)
+		}
+	}
+	if _, err := d2.c.Bash(ctx, a.ID, api.BashRequest{Script: "true"}); err == nil {
+		t.Error("a step ran in an ended session")
+	}
+	if _, err := d2.c.CloseSession(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(copyDir, "sessions", a.ID)); !os.IsNotExist(err) {
+		t.Errorf("a removed session's state stays: %v", err)
+	}
+}
