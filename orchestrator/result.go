@@ -86,11 +86,20 @@ func (e End) String() string {
 	case Exited:
 		return fmt.Sprintf("[exited with status %d]", e.Status)
 	case Refused:
-		s := fmt.Sprintf("[refused at step %d (%s): %s", e.Step+1, e.Command, e.Code)
-		if e.Message != "" {
-			s += ": " + e.Message
-		}
-		return s + "]"
+		return "[" + RefusalText(fmt.Sprintf("step %d", e.Step+1), e.Command, e.Code, e.Message) + fmt.Sprintf("; step %d and the steps after it did not run]", e.Step+1)
 	}
 	return fmt.Sprintf("[finished with status %d]", e.Status)
+}
+
+// RefusalText is what the model is told of a step or file access that did not run: what,
+// why (the code), and what to do next. Every refusal the model reads is written here.
+func RefusalText(what, command, code, message string) string {
+	s := fmt.Sprintf("refused %s (%s): %s", what, command, code)
+	if message == "" {
+		message = refusalGuidance(code)
+	}
+	if message != "" {
+		s += ": " + message
+	}
+	return s
 }
