@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -88,7 +89,8 @@ func (r *Reader) Read(ctx context.Context, raw string) (*Result, error) {
 		}
 		return nil, reject(IO, "%s: no SFTP on the box: %v", u.Host, err)
 	}
-	defer sc.Close()
+	// Closing waits for the box's answer: after the budget, it goes on its own.
+	defer closeSoon(ctx, sc)
 	// The budget's end closes the SFTP channel, which ends any call blocked on it.
 	stop := context.AfterFunc(ctx, func() { sc.Close() })
 	defer stop()
@@ -130,13 +132,28 @@ func (r *Reader) Read(ctx context.Context, raw string) (*Result, error) {
 	if err != nil {
 		return nil, fileErr(err)
 	}
-	defer f.Close()
+	defer closeSoon(ctx, f)
 	h := newHead(limit)
+	h.onFull = onFull
+	lw := &lockedHead{h: h}
 	// The sftp file's WriteTo reads ahead concurrently; h stops it at the first byte that
-	// is not text.
-	_, err = io.Copy(h, f)
+	// is not text. The copy runs on its own so that the budget's end returns at once even
+	// from a box that stopped answering; the copy then ends with the channel.
+	copied := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(lw, f)
+		copied <- err
+	}()
+	select {
+	case err = <-copied:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.stopped = true
 	switch {
-	case errors.Is(err, errBinary):
+	case errors.Is(err, errBinary) || h.binary:
 		return nil, reject(Binary, "%s is not text (not UTF-8, or it holds a NUL byte)", u)
 	case err != nil && ctx.Err() != nil && h.full:
 		// The cap is filled: what the read keeps is there; the rest is counted from the
@@ -157,6 +174,37 @@ func (r *Reader) Read(ctx context.Context, raw string) (*Result, error) {
 	res.Bytes = h.total
 	return res, nil
 }
+
+// closeSoon closes c, in the background when ctx has ended (the box may not answer).
+func closeSoon(ctx context.Context, c io.Closer) {
+	if ctx.Err() != nil {
+		go c.Close()
+		return
+	}
+	c.Close()
+}
+
+// lockedHead is a head written by the copy and read by the reader once it stops waiting;
+// after that it takes nothing more.
+type lockedHead struct {
+	mu      sync.Mutex
+	h       *head // guarded by mu
+	stopped bool  // guarded by mu
+}
+
+func (l *lockedHead) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return 0, errStopped
+	}
+	return l.h.Write(p)
+}
+
+var errStopped = errors.New("the read stopped")
+
+// onFull, when set (by tests), is called once a read's cap is filled.
+var onFull func()
 
 // connectRejection turns a connection failure into a rejection that names no local file.
 func connectRejection(host string, err error) error {

@@ -229,3 +229,30 @@ func TestReadTimeout(t *testing.T) {
 		t.Fatalf("the read ended after %v; the budget is 300ms", el)
 	}
 }
+
+// The budget ends a read after the cap is filled: the kept bytes are the result, the rest
+// counted from the file's size, marked partial.
+func TestReadBudgetAfterCap(t *testing.T) {
+	srv := sshtest.Start(t)
+	r := reader(t, srv)
+	dir := t.TempDir()
+	size := 64 << 20
+	t0 := time.Now()
+	body := []byte(strings.Repeat("0123456789abcdef", size/16))
+	os.WriteFile(filepath.Join(dir, "huge.txt"), body, 0o644)
+	t.Log("file written in", time.Since(t0))
+	t.Cleanup(func() { srv.Signal(syscall.SIGCONT); sshfile.SetOnFull(nil) })
+	sshfile.SetOnFull(func() { srv.Signal(syscall.SIGSTOP) }) // the box stops once the cap is full
+	r.Cap, r.Budget = 1000, time.Second
+	start := time.Now()
+	res, err := r.Read(context.Background(), "ssh://box"+dir+"/huge.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 4*time.Second {
+		t.Fatalf("the read took %v; the budget is 1s", el)
+	}
+	if !res.Partial || res.Text != string(body[:1000]) || res.Bytes != int64(size) || res.Dropped != int64(size-1000) {
+		t.Fatalf("partial %v, kept %d, bytes %d, dropped %d", res.Partial, len(res.Text), res.Bytes, res.Dropped)
+	}
+}

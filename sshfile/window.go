@@ -18,6 +18,7 @@ type head struct {
 	binary  bool
 	pending []byte // the start of a character split across writes
 	full    bool   // the window stopped taking bytes
+	onFull  func() // called once, when the window fills
 }
 
 func newHead(cap int) *head { return &head{cap: cap} }
@@ -39,6 +40,9 @@ func (h *head) Write(p []byte) (int, error) {
 		}
 		if len(h.kept) == h.cap {
 			h.full = true
+		}
+		if h.full && h.onFull != nil {
+			h.onFull()
 		}
 	}
 	return len(p), nil
