@@ -2,6 +2,7 @@ package sshfile
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -55,6 +56,55 @@ func TestParse(t *testing.T) {
 
 // law: path_rejects_escape
 // law: path_resolves_inside
+// For random paths of "..", ".", "", "~" and names: rejected as escapes exactly when the
+// ".." go above the root, never clamped; otherwise the path resolves under its root to
+// what a stack of its segments gives.
+func TestParseEscapeProperty(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	segs := []string{"..", ".", "", "~", "a", "b c", "$(x)"}
+	for i := 0; i < 20000; i++ {
+		n := r.IntN(8)
+		parts := make([]string, n)
+		for j := range parts {
+			parts[j] = segs[r.IntN(len(segs))]
+		}
+		raw := "ssh://box/" + strings.Join(parts, "/")
+		u, err := Parse(raw)
+		low := depthLow(raw)
+		if low < 0 {
+			if !errors.Is(err, &Rejection{Code: Escapes}) {
+				t.Fatalf("%q goes above its root: %+v %v", raw, u, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		home := n > 0 && parts[0] == "~"
+		rest := parts
+		if home {
+			rest = parts[1:]
+		}
+		var stack []string
+		for _, p := range rest {
+			switch p {
+			case "", ".":
+			case "..":
+				stack = stack[:len(stack)-1]
+			default:
+				stack = append(stack, p)
+			}
+		}
+		want := strings.Join(stack, "/")
+		if !home {
+			want = "/" + want
+		}
+		if u.Home != home || u.Path != want {
+			t.Fatalf("%q: %+v; want home %v path %q", raw, u, home, want)
+		}
+	}
+}
+
 // Above the root: rejected, never clamped; under it: resolves, and the canonical form
 // parses back to itself. Checked on every input the fuzzer finds.
 func FuzzParse(f *testing.F) {

@@ -156,6 +156,11 @@ func (d *Dialer) resolve(name string) (*Target, error) {
 	if err != nil {
 		return nil, &Error{Code: CodeConfig, Host: name, Err: err}
 	}
+	for _, k := range []string{"ProxyJump", "ProxyCommand"} {
+		if v := cfg.get(host, k); v != "" && !strings.EqualFold(v, "none") {
+			return nil, &Error{Code: CodeConfig, Host: name, Err: fmt.Errorf("%s is not supported: the box must be reachable directly", k)}
+		}
+	}
 	t := &Target{Name: name, Alias: host, User: user, HostName: host, Port: port}
 	if hn := cfg.get(host, "HostName"); hn != "" {
 		t.HostName = expandTokens(hn, tokens{home: home, local: local, host: host})

@@ -66,6 +66,9 @@ func TestResolveFromConfig(t *testing.T) {
   UserKnownHostsFile ~/kh ~/absent
   ConnectTimeout 7
 
+Host jumpy
+  ProxyJump gate
+
 Host *
   User nobody
   Port 22
@@ -89,6 +92,10 @@ Host *
 	got, err = d.Resolve("other")
 	if err != nil || got.User != "nobody" || got.Port != 22 || got.HostName != "other" || got.IdentitiesOnly {
 		t.Fatalf("got %+v %v", got, err)
+	}
+	// A host reached through another is refused rather than dialled directly.
+	if _, err := d.Resolve("jumpy"); CodeOf(err) != CodeConfig {
+		t.Fatalf("ProxyJump: %v", err)
 	}
 	if _, err := d.Resolve("bad:port"); CodeOf(err) != CodeConfig {
 		t.Fatalf("bad port: %v", err)
