@@ -4,7 +4,6 @@ import (
 	"io/fs"
 	"path"
 	"strings"
-	"sync"
 )
 
 // PathClass is the class of a host path, judged on its real location.
@@ -69,9 +68,6 @@ type ruleSet struct {
 	protected []string // each covers itself and everything under it
 	roots     []string
 	resolve   bool // judge real paths (host); else lexical (sandbox)
-
-	mu    sync.Mutex
-	holds map[string]bool // guarded by mu: directory -> holds a .git or .paddock below it
 }
 
 // compile resolves the entries of c.
@@ -83,7 +79,7 @@ func compile(c *Context) *rules {
 			hostCwd = h
 		}
 	}
-	host := &ruleSet{resolve: true, holds: map[string]bool{}}
+	host := &ruleSet{resolve: true}
 	sandbox := &ruleSet{}
 	add := func(rs *ruleSet, list *[]string, base, p string) {
 		if p == "" {
@@ -245,23 +241,13 @@ func hasProjectDir(rel string) bool {
 }
 
 // holdsProjectDir reports whether the real directory dir holds a .git or .paddock entry at
-// any depth, symlinks not followed. Results are kept for the context's life.
+// any depth, symlinks not followed. It is not remembered: a later step may make one.
 func (rs *ruleSet) holdsProjectDir(fsys FS, dir string) bool {
 	fi, err := fsys.Lstat(dir)
 	if err != nil || !fi.IsDir() {
 		return false
 	}
-	rs.mu.Lock()
-	h, ok := rs.holds[dir]
-	rs.mu.Unlock()
-	if ok {
-		return h
-	}
-	h = walkForProjectDir(fsys, dir)
-	rs.mu.Lock()
-	rs.holds[dir] = h
-	rs.mu.Unlock()
-	return h
+	return walkForProjectDir(fsys, dir)
 }
 
 func walkForProjectDir(fsys FS, dir string) bool {

@@ -304,3 +304,16 @@ func TestClassLaws(t *testing.T) {
 		}
 	}
 }
+
+// A context does not remember what it found below a directory: a .git made by a later step
+// protects its ancestors at once.
+func TestClassSeesNewProjectDirs(t *testing.T) {
+	ctx := testContext()
+	if c := Class(ctx, "/ws/build"); c != ClassInside {
+		t.Fatalf("/ws/build: %s", c)
+	}
+	ctx.FS.(*MapFS).Add("/ws/build/sub/.git/")
+	if c := Class(ctx, "/ws/build"); c != ClassProtected {
+		t.Fatalf("/ws/build, holding a new .git: %s", c)
+	}
+}

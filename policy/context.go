@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"path"
 	"strings"
 	"sync"
 )
@@ -105,6 +106,18 @@ type facts struct {
 // secretish reports whether naming the path adds secret.
 func (f facts) secretish() bool { return f.class == ClassSecret || f.holds }
 
+// hasDotDot reports whether a path has a ".." component.
+func hasDotDot(p string) bool {
+	for p != "" {
+		var c string
+		c, p, _ = strings.Cut(p, "/")
+		if c == ".." {
+			return true
+		}
+	}
+	return false
+}
+
 // paths judges the paths one step names. Within one judgment the disk is taken not to
 // change, so the step's working directory is resolved once, and a relative path goes on
 // from its real place (as the kernel goes on from a process's working directory).
@@ -113,7 +126,6 @@ type paths struct {
 	cwd      string // sandbox path
 	resolved bool
 	real     string // the real working directory, under the identity map
-	links    int    // the symlinks followed to reach it
 	loop     bool
 }
 
@@ -123,30 +135,52 @@ func (c *Context) paths(cwd string) *paths { return &paths{ctx: c, cwd: cwd} }
 // asks for the whole class; without it only whether the path is or holds a secret is
 // sure, which is all a step that does not write needs.
 func (ps *paths) facts(p string, full bool) facts {
-	c := ps.ctx
-	r := c.compiled()
-	if c.ToHost == nil {
-		if strings.HasPrefix(p, "/") {
-			return r.host.judge(c.fs(), p, full)
+	c, r := ps.ctx, ps.ctx.compiled()
+	switch {
+	case c.ToHost != nil:
+		sp := abs(ps.cwd, p)
+		if host, ok := c.ToHost(sp); ok {
+			return r.host.judge(c.fs(), host, full)
 		}
-		if !ps.resolved {
-			ps.real, ps.links, ps.loop = resolve(c.fs(), "/", components(abs("/", ps.cwd)), 0)
-			ps.resolved = true
+		f := r.sandbox.judge(nil, sp, full)
+		if c.Ephemeral && f.class == ClassOutside {
+			f.local = true
 		}
-		if ps.loop {
-			return r.host.judge(c.fs(), abs(ps.cwd, p), full)
+		return f
+	case strings.HasPrefix(p, "/"):
+		return r.host.judge(c.fs(), p, full)
+	}
+	real, loop := ps.realOf(p)
+	return r.host.judgeReal(c.fs(), real, loop, full)
+}
+
+// realOf resolves a relative path from the working directory, as Real would resolve the
+// two joined, with fewer calls to the disk.
+func (ps *paths) realOf(p string) (real string, loop bool) {
+	fsys := ps.ctx.fs()
+	dotdot, tried := hasDotDot(p), false
+	if !ps.resolved {
+		// Most often neither the working directory nor the path holds a symlink: one call
+		// judges both.
+		if cwd := abs("/", ps.cwd); !dotdot && !hasDotDot(cwd) {
+			if whole := path.Clean(join(cwd, p)); linkFree(fsys, whole) {
+				return whole, false
+			}
+			tried = true
 		}
-		real, _, loop := resolve(c.fs(), ps.real, components(p), ps.links)
-		return r.host.judgeReal(c.fs(), real, loop, full)
+		ps.real, ps.loop = Real(fsys, abs("/", ps.cwd))
+		ps.resolved = true
 	}
-	sp := abs(ps.cwd, p)
-	host, ok := c.ToHost(sp)
-	if ok {
-		return r.host.judge(c.fs(), host, full)
+	if ps.loop {
+		return Real(fsys, abs(ps.cwd, p))
 	}
-	f := r.sandbox.judge(nil, sp, full)
-	if c.Ephemeral && f.class == ClassOutside {
-		f.local = true
+	// From the real directory the path may still need no more than one call (unless that
+	// call was just made on the same path).
+	if !dotdot && !(tried && ps.real == path.Clean(abs("/", ps.cwd))) {
+		if whole := path.Clean(join(ps.real, p)); linkFree(fsys, whole) {
+			return whole, false
+		}
 	}
-	return f
+	real, _, loop = resolve(fsys, ps.real, components(p), 0)
+	return real, loop
 }

@@ -56,9 +56,21 @@ var gitDanger = map[string][]string{
 // gitShortDanger are the short options that do.
 var gitShortDanger = map[string]string{"ls-files": "m", "grep": "O"}
 
-// gitSpec returns the option spec of a subcommand: enough to find its operands, its
+// gitSpecs are the option specs of the read and write subcommands, made once.
+var gitSpecs = func() map[string]*spec {
+	m := map[string]*spec{}
+	for sub := range gitRead {
+		m[sub] = newGitSpec(sub)
+	}
+	for _, sub := range []string{"diff", "branch", "symbolic-ref", "update-ref", "init"} {
+		m[sub] = newGitSpec(sub)
+	}
+	return m
+}()
+
+// newGitSpec returns the option spec of a subcommand: enough to find its operands, its
 // formats, its --output and its dangerous options (any prefix of theirs counts).
-func gitSpec(sub string) *spec {
+func newGitSpec(sub string) *spec {
 	s := &spec{
 		long:    []string{"format", "output"},
 		longOpt: []string{"pretty", "abbrev", "color", "filter"},
@@ -147,7 +159,7 @@ func gitRule(u *use, args []string) {
 		u.words(rest)
 		return
 	}
-	a := gitSpec(sub).parse(rest)
+	a := gitSpecs[sub].parse(rest)
 	switch sub {
 	case "diff":
 		if a.hasExact("cached", "staged") {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"io/fs"
 	"path"
 	"strings"
@@ -18,8 +19,32 @@ const MaxLinks = 40
 //
 // Law (path_real_has_no_link): unless it looped, no prefix of real is a symlink in fsys.
 func Real(fsys FS, p string) (real string, loop bool) {
+	if linkFree(fsys, p) {
+		return p, false
+	}
 	real, _, loop = resolve(fsys, "/", components(p), 0)
 	return real, loop
+}
+
+// linkFree reports whether the FS can tell at once that p is its own real path: p is
+// clean, and every component exists and is no symlink, or only the last is missing.
+func linkFree(fsys FS, p string) bool {
+	lf, ok := fsys.(linkFreer)
+	if !ok || !isClean(p) {
+		return false
+	}
+	err := lf.LinkFree(p)
+	return err == nil || (errors.Is(err, fs.ErrNotExist) && lf.LinkFree(path.Dir(p)) == nil)
+}
+
+// linkFreer is an FS that can tell at once that a path has no symlink (OSFS on Linux).
+type linkFreer interface {
+	LinkFree(name string) error
+}
+
+// isClean reports whether p is absolute and clean: no empty, "." or ".." component.
+func isClean(p string) bool {
+	return strings.HasPrefix(p, "/") && path.Clean(p) == p
 }
 
 // resolve walks queue from the real directory cur, links symlinks already followed; it

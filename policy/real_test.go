@@ -144,3 +144,59 @@ func TestRealMatchesDisk(t *testing.T) {
 		t.Fatalf("compared %d paths, %d loops, %d through EvalSymlinks", compared, loops, evals)
 	}
 }
+
+// The judgment of a step's paths on the real disk (which takes shortcuts: one openat2 for
+// a path with no symlink, the working directory resolved once) agrees with the judgment
+// over the same tree in a MapFS, which walks component by component.
+func TestFactsMatchDisk(t *testing.T) {
+	compared := 0
+	for seed := uint64(0); seed < 60; seed++ {
+		g := newTreeGen(seed, "/w", "/h", "/x")
+		m := g.tree(30)
+		dir, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		materialize(t, m, dir)
+		ctxFor := func(prefix string, fsys FS) *Context {
+			return &Context{Cwd: prefix + "/w", Home: prefix + "/h", Env: []string{"PATH=" + prefix + "/x"}, Roots: []string{prefix + "/w"}, FS: fsys}
+		}
+		fake, disk := ctxFor("", m), ctxFor(dir, OSFS{})
+		if escapes(disk.compiled().host, dir) {
+			continue // an entry climbs above the test's root, which the fake's "/" cannot
+		}
+		for i := 0; i < 60; i++ {
+			cwd := g.path(3)
+			p := strings.TrimLeft(g.path(4), "/")
+			if r, _ := Real(OSFS{}, dir+cwd+"/"+p); !strings.HasPrefix(r+"/", dir+"/") {
+				continue // climbed above the test's root, which the fake's "/" cannot
+			}
+			if r, _ := Real(OSFS{}, dir+cwd); !strings.HasPrefix(r+"/", dir+"/") {
+				continue
+			}
+			for _, full := range []bool{false, true} {
+				want := fake.paths(cwd).facts(p, full)
+				got := disk.paths(dir+cwd).facts(p, full)
+				if got != want {
+					t.Fatalf("seed %d: in %s, %q (full %v): disk %+v, fake %+v\n%s", seed, cwd, p, full, got, want, strings.Join(m.Entries(), "\n"))
+				}
+			}
+			compared++
+		}
+	}
+	if compared < 800 {
+		t.Fatalf("compared %d paths", compared)
+	}
+}
+
+// escapes reports whether an entry of the rules lies outside dir.
+func escapes(rs *ruleSet, dir string) bool {
+	for _, list := range [][]string{rs.secrets, rs.protected, rs.roots} {
+		for _, e := range list {
+			if !strings.HasPrefix(e+"/", dir+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
