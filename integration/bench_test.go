@@ -1,0 +1,109 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/transport/docker"
+	"github.com/paddockhq/paddock/transport/environ"
+	"github.com/paddockhq/paddock/transport/pathmap"
+)
+
+// The docker transport's benchmarks, each against what a user would run instead, in the same
+// run and on the same image (the host image with the host's system directories):
+//
+//	go test ./integration -run '^$' -bench . -benchtime 20x
+//
+// BenchmarkDockerSessionReady (a cold session: container created, attached, started, the
+// kernel answered ping) against BenchmarkDockerRunTrue (`docker run --rm IMG true`), and
+// BenchmarkDockerStepTrue (a `true` step in an open session) against BenchmarkDockerExecTrue
+// (`docker exec BOX true`).
+
+// benchEnv is what every docker benchmark shares.
+type benchEnv struct {
+	img    string
+	kernel string
+	ws     string
+	pm     *pathmap.Map
+	tr     *docker.Transport
+}
+
+func newBenchEnv(b *testing.B) *benchEnv {
+	cli := engine(b)
+	e := &benchEnv{img: hostImage(b, cli), kernel: kernelBinary(b), ws: b.TempDir()}
+	var err error
+	if e.pm, err = pathmap.New(pathmap.Mount{Sandbox: "/work", Host: e.ws}); err != nil {
+		b.Fatal(err)
+	}
+	e.tr = &docker.Transport{Client: cli, Image: e.img, Mounts: hostMounts(), NoReap: true}
+	return e
+}
+
+func (e *benchEnv) open(b *testing.B, ctx context.Context) *orchestrator.Session {
+	env, _ := environ.Sandbox(os.Environ(), nil, sandboxEnv, e.pm)
+	s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: e.ws, Transport: e.tr, Kernel: e.kernel, Env: env, PathMap: e.pm})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// mountFlags are the docker command's flags for the same mounts and confinement.
+func (e *benchEnv) mountFlags() []string {
+	flags := []string{"--network", "none", "--label", "paddock=1", "--label", "paddock.test=integration"}
+	for _, m := range hostMounts() {
+		flags = append(flags, "-v", m.Host+":"+m.Sandbox+":ro")
+	}
+	return append(flags, "-v", e.ws+":/work")
+}
+
+func BenchmarkDockerSessionReady(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		s := e.open(b, ctx)
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+	}
+}
+
+func BenchmarkDockerRunTrue(b *testing.B) {
+	e := newBenchEnv(b)
+	args := append(append([]string{"run", "--rm"}, e.mountFlags()...), e.img, "true")
+	b.ResetTimer()
+	for range b.N {
+		if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
+			b.Fatalf("docker run: %v: %s", err, out)
+		}
+	}
+}
+
+func BenchmarkDockerStepTrue(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	s := e.open(b, ctx)
+	b.Cleanup(func() { s.Close() })
+	b.ResetTimer()
+	for range b.N {
+		res, err := s.Bash(ctx, "true")
+		if err != nil || res.End.Status != 0 {
+			b.Fatalf("true: %v %v", res, err)
+		}
+	}
+}
+
+func BenchmarkDockerExecTrue(b *testing.B) {
+	e := newBenchEnv(b)
+	box := longLived(b, e.tr.Client, e.img, e.kernel, e.ws)
+	b.ResetTimer()
+	for range b.N {
+		if out, err := exec.Command("docker", "exec", box, "true").CombinedOutput(); err != nil {
+			b.Fatalf("docker exec: %v: %s", err, out)
+		}
+	}
+}
