@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -152,14 +154,24 @@ func TestNoAnswerWithinTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	var mu sync.Mutex
 	var held []net.Conn
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	}()
 	go func() {
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
+			mu.Lock()
 			held = append(held, c) // never answers
+			mu.Unlock()
 		}
 	}()
 	d := &ssh.Dialer{ConfigFile: "none", AgentSocket: "none", Timeout: 500 * time.Millisecond, KnownHosts: []string{"/dev/null"}}
@@ -186,6 +198,12 @@ func TestNoAnswerWithinTimeout(t *testing.T) {
 	l2.Close()
 	_, err = d.Dial(context.Background(), addr)
 	wantCode(t, err, ssh.CodeUnreachable)
+}
+
+// kernelExe is the executable of a process.
+func kernelExe(pid int) string {
+	exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	return exe
 }
 
 // kernelProcs lists live processes running a kernel from dir.
@@ -236,6 +254,20 @@ func TestServerKilledMidSession(t *testing.T) {
 		t.Fatal(err, res)
 	}
 	eventually(t, 5*time.Second, "two kernels running", func() bool { return len(kernelProcs(b.cache)) == 2 })
+	// A call in flight when the server dies ends with an error, never hangs.
+	inFlight := make(chan error, 1)
+	go func() {
+		_, err := s.Bash(context.Background(), "sleep 60")
+		inFlight <- err
+	}()
+	eventually(t, 5*time.Second, "sleep running", func() bool {
+		for _, p := range sshtest.Procs() {
+			if p.Comm == "sleep" && strings.HasPrefix(kernelExe(p.PPid), b.cache) {
+				return true
+			}
+		}
+		return false
+	})
 	start := time.Now()
 	if n := b.srv.Kill(); n < 2 {
 		t.Fatalf("killed %d sshd processes; want the listener and the connection's", n)
@@ -250,6 +282,14 @@ func TestServerKilledMidSession(t *testing.T) {
 	}
 	_, err := io.ReadAll(k.Stdout())
 	wantCode(t, err, ssh.CodeConnectionLost)
+	select {
+	case err := <-inFlight:
+		if err == nil {
+			t.Fatal("the call in flight succeeded on a dead server")
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the call in flight did not end within 3s of the server's death")
+	}
 	// The session: calls fail (the kernel is gone) and, once the session has seen its
 	// kernel end, fail with the typed reason: the box cannot be reached to start another.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
