@@ -171,12 +171,25 @@ func (c *Conn) upload(ctx context.Context, b *box, local, sum, cache string) (st
 	if err != nil {
 		return fail(err)
 	}
-	if ri, err := sc.Stat(remote); err == nil && ri.Mode().IsRegular() && ri.Size() == li.Size() && ri.Mode()&0o100 != 0 {
+	if _, err := sc.Lstat(dir); err != nil {
+		if err := sc.MkdirAll(dir); err != nil {
+			return fail(fmt.Errorf("kernel cache %s: %w", dir, err))
+		}
+		if err := sc.Chmod(dir, 0o700); err != nil {
+			return fail(fmt.Errorf("kernel cache %s: %w", dir, err))
+		}
+	}
+	// A kernel found in the cache is run as the remote user: the cache and the file must be
+	// the user's alone, or someone else could have put another program at the name.
+	if err := private(sc, dir, b.home, true); err != nil {
+		return fail(err)
+	}
+	if ri, err := sc.Lstat(remote); err == nil && ri.Mode().IsRegular() && ri.Size() == li.Size() && ri.Mode()&0o100 != 0 {
+		if err := private(sc, remote, b.home, false); err != nil {
+			return fail(err)
+		}
 		b.kernels[sum] = remote
 		return remote, nil
-	}
-	if err := sc.MkdirAll(dir); err != nil {
-		return fail(fmt.Errorf("kernel cache %s: %w", dir, err))
 	}
 	var rnd [6]byte
 	rand.Read(rnd[:])
@@ -214,6 +227,30 @@ func (c *Conn) upload(ctx context.Context, b *box, local, sum, cache string) (st
 	}
 	b.kernels[sum] = remote
 	return remote, nil
+}
+
+// private checks that p (a directory when dir) is owned by the owner of home and writable
+// by no one else.
+func private(sc *sftp.Client, p, home string, dir bool) error {
+	fi, err := sc.Lstat(p)
+	if err != nil {
+		return err
+	}
+	var hs *sftp.FileStat
+	ok1 := false
+	if hi, err := sc.Stat(home); err == nil {
+		hs, ok1 = hi.Sys().(*sftp.FileStat)
+	}
+	fs, ok2 := fi.Sys().(*sftp.FileStat)
+	switch {
+	case dir && !fi.IsDir():
+		return fmt.Errorf("kernel cache %s is not a directory", p)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("kernel cache %s is writable by others (mode %v); it must be the user's alone", p, fi.Mode().Perm())
+	case ok1 && ok2 && hs.UID != fs.UID:
+		return fmt.Errorf("kernel cache %s is owned by uid %d, not the user (uid %d)", p, fs.UID, hs.UID)
+	}
+	return nil
 }
 
 // hashFile returns the hex SHA-256 of a file's content.

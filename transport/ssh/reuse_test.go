@@ -132,3 +132,22 @@ func TestMaxSessionsOpensAnotherConnection(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, "connections left open", func() bool { return pool.Conns() == 0 })
 }
+
+// A kernel cache others can write is refused: a program put there by another user would run
+// as this one.
+func TestKernelCacheMustBePrivate(t *testing.T) {
+	b := newBox(t)
+	if err := os.Mkdir(b.cache, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(b.cache, 0o777)
+	_, err := b.tr.Start(context.Background(), transport.Spec{Kernel: kernelPath(t), Cwd: t.TempDir()})
+	wantCode(t, err, ssh.CodeBox)
+	if !strings.Contains(err.Error(), "writable by others") {
+		t.Fatalf("error %v does not say why", err)
+	}
+	// Made private, it is used.
+	os.Chmod(b.cache, 0o700)
+	k := startKernel(t, b, t.TempDir())
+	k.Kill()
+}
