@@ -51,6 +51,9 @@ var paddockSecrets = []string{"credentials", "credentials.json", "credentials.to
 // projectDirs are the directory names protected wherever they lie below a workspace root.
 var projectDirs = []string{".git", ".paddock"}
 
+// defaultPath is the search path of a shell whose PATH is unset.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 // maxWalk bounds the entries read to learn whether a directory holds a .git or .paddock
 // directory; a bigger tree is taken to hold one.
 const maxWalk = 100_000
@@ -124,7 +127,11 @@ func compile(c *Context) *rules {
 	for _, r := range c.Roots {
 		add(host, &host.roots, hostCwd, r)
 	}
-	for _, dir := range strings.Split(c.Getenv("PATH"), ":") {
+	pathVar, ok := lookupEnv(c.Env, "PATH")
+	if !ok {
+		pathVar = defaultPath // what a shell searches when PATH is unset
+	}
+	for _, dir := range strings.Split(pathVar, ":") {
 		if dir == "" {
 			dir = "." // an empty PATH entry is the working directory
 		}

@@ -143,6 +143,25 @@ func TestClassEntriesFromEnvironment(t *testing.T) {
 	}
 }
 
+// With no PATH in the environment the shell's default search path is protected, not the
+// working directory; an empty PATH is the working directory.
+func TestClassUnsetPath(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		path string
+		want PathClass
+	}{
+		{nil, "/ws/x", ClassInside},
+		{nil, "/usr/sbin/x", ClassProtected},
+		{[]string{"PATH="}, "/ws/x", ClassProtected},
+	} {
+		ctx := &Context{Cwd: "/ws", Env: tc.env, Roots: []string{"/ws"}, FS: NewMapFS("/ws/")}
+		if got := Class(ctx, tc.path); got != tc.want {
+			t.Errorf("env %q: %s: %s, want %s", tc.env, tc.path, got, tc.want)
+		}
+	}
+}
+
 // A sandbox with its own paths: the classes are judged on the host path a mount maps to;
 // a path under no mount is outside, unless the sandbox is ephemeral.
 func TestPathFactsThroughMounts(t *testing.T) {

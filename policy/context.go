@@ -7,8 +7,10 @@ import (
 )
 
 // Context holds the facts a decision needs about one session. Build it with a composite
-// literal and pass it by pointer; it is read once, at its first use (the entries behind the
-// path classes are resolved then), so change none of its fields afterwards: make a new one.
+// literal and pass it by pointer. It is read once, at its first use — the real places of
+// the entries behind the classes (credential stores, PATH, roots…) are resolved then —
+// so change none of its fields afterwards: make a new one. Every path a step names is
+// resolved anew at each judgment, so one Context can serve a whole session.
 type Context struct {
 	// Cwd is the working directory a script starts in, a sandbox path (under the local
 	// transport, the host path itself).
@@ -33,8 +35,9 @@ type Context struct {
 	// Ephemeral says the sandbox is a fresh one removed at the end: a path under no mount
 	// belongs to it alone and is not outside.
 	Ephemeral bool
-	// ToHost maps a sandbox path to the host path the classes are judged on; underMount
-	// is false for a path under no mount. Nil: the identity (the local transport).
+	// ToHost maps a sandbox path (absolute, not cleaned: ".." may follow a symlink) to the
+	// host path the classes are judged on; underMount is false for a path under no mount.
+	// Nil: the identity (the local transport).
 	ToHost func(sandbox string) (host string, underMount bool)
 	// FS gives the path facts, on host paths. Nil: OSFS.
 	FS FS

@@ -97,6 +97,7 @@ func newGitSpec(sub string) *spec {
 		s.long = append(s.long, "initial-branch", "separate-git-dir", "object-format", "ref-format")
 		s.longOpt = append(s.longOpt, "template", "shared")
 	case "log", "show", "shortlog", "rev-list":
+		s.short = "n"
 		s.long = append(s.long, "author", "committer", "grep", "since", "until", "after", "before", "skip", "max-count")
 	}
 	return s
