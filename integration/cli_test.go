@@ -56,7 +56,7 @@ func runPaddock(t *testing.T, bin, dir string, env []string, args ...string) (st
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()) // no global settings unless env names some
 	cmd.Env = append(cmd.Env, env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -108,6 +108,14 @@ func TestRunDefaultTransport(t *testing.T) {
 	out, errOut, code = runPaddock(t, bin, ws, nil, "run", "--network", "bridge", "--user", "65534:65534", "--", "id -u; ls /sys/class/net")
 	if code != 0 || !strings.HasPrefix(out, "65534\n") || !strings.Contains(out, "eth0") {
 		t.Errorf("--network bridge --user 65534: status %d, out %q, err %q", code, out, errOut)
+	}
+	// The same from the global settings file, and a flag over a setting.
+	conf := t.TempDir()
+	os.MkdirAll(filepath.Join(conf, "paddock"), 0o700)
+	os.WriteFile(filepath.Join(conf, "paddock", "settings.yaml"), []byte("kernelTransport:\n  docker:\n    network: bridge\n    user: \"65534:65534\"\n    pids: 77\n"), 0o600)
+	out, errOut, code = runPaddock(t, bin, ws, []string{"XDG_CONFIG_HOME=" + conf}, "run", "--user", "1234", "--", "id -u; ls /sys/class/net; cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max")
+	if code == 126 || !strings.HasPrefix(out, "1234\n") || !strings.Contains(out, "eth0") || !strings.Contains(out, "\n77\n") {
+		t.Errorf("settings network bridge, pids 77, user overridden by --user 1234: status %d, out %q, err %q", code, out, errOut)
 	}
 	if _, _, code = runPaddock(t, bin, ws, nil, "run", "--memory", "lots", "--", "true"); code != 2 {
 		t.Errorf("--memory lots: status %d, want 2", code)

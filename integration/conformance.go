@@ -364,7 +364,8 @@ func testEnvironment(t *testing.T, e Env) {
 	}
 }
 
-// Commands start in the sandbox path of the session's working directory.
+// The kernel, and the commands it runs, start in the sandbox path of the session's working
+// directory.
 func testWorkingDirectory(t *testing.T, e Env) {
 	ctx := testContext(t)
 	if err := os.Mkdir(filepath.Join(e.Workspace, "sub"), 0o755); err != nil {
@@ -372,6 +373,13 @@ func testWorkingDirectory(t *testing.T, e Env) {
 	}
 	s := open(t, ctx, e, nil, nil, nil)
 	want := sandboxCwd(t, e)
+	h, err := s.Ping(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := stdout(bash(t, ctx, s, fmt.Sprintf("readlink /proc/%d/cwd", h.PID))); out != want+"\n" {
+		t.Errorf("the kernel runs in %q, want %q", out, want)
+	}
 	res := bash(t, ctx, s, `pwd; sh -c pwd; cd sub; pwd; touch here`)
 	if out := stdout(res); out != want+"\n"+want+"\n"+want+"/sub\n" {
 		t.Fatalf("working directories %q, want %q then its sub", out, want)

@@ -44,8 +44,9 @@ type Transport struct {
 }
 
 // Start runs ArgvPrefix, then the kernel with spec.Args. spec.Cwd must be a sandbox path
-// under a mount of spec.PathMap (when there is one), else nothing starts. The wrapper
-// decides the directory the kernel process itself starts in; every command the kernel runs
+// under a mount of spec.PathMap (when there is one), else nothing starts. Without a path map
+// the wrapper starts in spec.Cwd (a host path then); with one, the wrapper decides the
+// directory the kernel process starts in (docker exec -w). Every command the kernel runs
 // starts in the directory its exec request names, the session's.
 func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
 	if len(t.ArgvPrefix) == 0 {
@@ -68,6 +69,11 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	cmd.Env = t.Env
 	if cmd.Env == nil {
 		cmd.Env = environ.Local(os.Environ())
+	}
+	if spec.PathMap == nil {
+		// The identity map: the sandbox's paths are the host's, so the wrapper (bwrap, env,
+		// sudo -u) starts where the kernel should.
+		cmd.Dir = spec.Cwd
 	}
 	cmd.Stderr = t.Stderr
 	cmd.SysProcAttr = sysProcAttr()
