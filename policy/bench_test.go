@@ -18,6 +18,10 @@ func benchTree(b *testing.B) (ws, home string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return benchTreeIn(b, dir)
+}
+
+func benchTreeIn(b testing.TB, dir string) (ws, home string) {
 	ws, home = filepath.Join(dir, "ws"), filepath.Join(dir, "home")
 	for _, d := range []string{"ws/.git/refs", "ws/src/pkg", "ws/build/obj", "ws/vendor/lib/.git", "ws/docs", "home/.ssh", "home/.config/paddock"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
