@@ -1,0 +1,410 @@
+// Package containerd starts a kernel in a container through containerd: the same confined
+// sandbox as the docker transport (every capability dropped, no new privileges, a read-only
+// root, no network, process and memory limits, the default system-call filter), its OCI
+// runtime spec built from runtime-spec types, in Paddock's own containerd namespace. The
+// kernel binary is bound in read-only, the session's path map is bound, and the kernel's
+// standard input and output are the task's I/O. Every container carries labels naming its
+// session and its host process, is removed with its session, and a reaper removes the
+// containers of host processes that died.
+package containerd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
+
+	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/docker"
+)
+
+var _ transport.Transport = (*Transport)(nil)
+
+// Namespace is the containerd namespace Paddock works in.
+const Namespace = "paddock"
+
+// Grace is how long Kill waits after closing the kernel's stdin before it kills the task.
+const Grace = docker.Grace
+
+// Sockets are where containerd listens, in the order Connect tries them: the daemon's own
+// and the one the Docker engine runs.
+var Sockets = []string{"/run/containerd/containerd.sock", "/run/docker/containerd/containerd.sock"}
+
+// Connect returns a client of the containerd at address, or of the first of Sockets that
+// answers when address is "", after checking it serves.
+func Connect(ctx context.Context, address string) (*client.Client, error) {
+	addrs := Sockets
+	if address != "" {
+		addrs = []string{address}
+	}
+	var errs []error
+	for _, a := range addrs {
+		if address == "" {
+			if _, err := os.Stat(a); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		c, err := client.New(a, client.WithDefaultNamespace(Namespace), client.WithTimeout(5*time.Second))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", a, err))
+			continue
+		}
+		if ok, err := c.IsServing(namespaces.WithNamespace(ctx, Namespace)); !ok || err != nil {
+			c.Close()
+			errs = append(errs, fmt.Errorf("%s does not serve: %v", a, err))
+			continue
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("containerd: no daemon answers: %w", errors.Join(errs...))
+}
+
+// Transport starts kernels in containerd containers.
+type Transport struct {
+	Client *client.Client
+	// Image is the image in Paddock's namespace whose root the containers run (the images
+	// package loads images there); its entrypoint and command are replaced by the kernel.
+	Image string
+	// Snapshotter makes the containers' roots; "" is containerd's default.
+	Snapshotter string
+	// Mounts are bound in besides the path map's mounts: the host image's system
+	// directories, say. A path-map mount at the same sandbox path wins.
+	Mounts []docker.Mount
+	// Hardening confines the containers; the zero value is the hardened default. Network
+	// knows none and host.
+	Hardening docker.Hardening
+	// Stderr receives the kernel's diagnostics; nil discards them.
+	Stderr io.Writer
+	// Log receives the transport's diagnostics; nil discards them.
+	Log *slog.Logger
+	// NoReap skips the reaper at the first Start.
+	NoReap bool
+
+	once  sync.Once
+	facts Facts
+	img   client.Image
+	err   error
+}
+
+// Start creates the kernel's container and task with the kernel's standard streams as the
+// task's I/O, and starts it. On any error nothing is left behind.
+func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	if t.Client == nil {
+		return nil, errors.New("containerd: no client")
+	}
+	ctx = namespaces.WithNamespace(ctx, Namespace)
+	t.once.Do(func() { t.err = t.setup(ctx) })
+	if t.err != nil {
+		return nil, t.err
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	p, err := planContainer(spec, Namespace, t.Mounts, t.Hardening, t.facts, docker.HostLabels(), hex.EncodeToString(b[:]))
+	if err != nil {
+		return nil, err
+	}
+	c, err := t.Client.NewContainer(ctx, p.id,
+		client.WithContainerLabels(p.labels),
+		client.WithImageName(t.Image),
+		client.WithSnapshotter(t.Snapshotter),
+		client.WithNewSnapshot(p.id, t.img),
+		client.WithSpec(p.spec),
+		client.WithRuntime("io.containerd.runc.v2", nil),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("containerd: create the kernel's container: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			t.remove(c.ID())
+		}
+	}()
+	stderr := t.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(inR, outW, stderr)))
+	if err != nil {
+		inW.Close()
+		return nil, fmt.Errorf("containerd: create the kernel's task: %w", err)
+	}
+	exited, err := task.Wait(context.WithoutCancel(ctx))
+	if err != nil {
+		inW.Close()
+		return nil, fmt.Errorf("containerd: wait on the kernel's task: %w", err)
+	}
+	if err := task.Start(ctx); err != nil {
+		inW.Close()
+		return nil, fmt.Errorf("containerd: start the kernel's task: %w", err)
+	}
+	ok = true
+	k := &kernel{t: t, id: p.id, task: task, stdin: inW, stdinR: inR, stdout: outR, done: make(chan struct{})}
+	go k.wait(exited, outW)
+	return k, nil
+}
+
+// setup finds the image and the machine's facts, and reaps once.
+func (t *Transport) setup(ctx context.Context) error {
+	if t.Image == "" {
+		return errors.New("containerd: no image named")
+	}
+	img, err := t.Client.GetImage(ctx, t.Image)
+	if err != nil {
+		return fmt.Errorf("containerd: image %s in namespace %s (load it with the images package): %w", t.Image, Namespace, err)
+	}
+	t.img = img
+	if t.Snapshotter == "" {
+		t.Snapshotter = defaultSnapshotter
+	}
+	if ok, err := img.IsUnpacked(ctx, t.Snapshotter); err != nil || !ok {
+		if err := img.Unpack(ctx, t.Snapshotter); err != nil {
+			return fmt.Errorf("containerd: unpack %s with %s: %w", t.Image, t.Snapshotter, err)
+		}
+	}
+	t.facts = MachineFacts()
+	if !t.NoReap {
+		if n, err := Reap(ctx, t.Client); err != nil {
+			t.log().Warn("reaper", "err", err)
+		} else if n > 0 {
+			t.log().Info("reaper removed the containers of host processes that died", "count", n)
+		}
+	}
+	return nil
+}
+
+// defaultSnapshotter is containerd's own default on Linux.
+const defaultSnapshotter = "overlayfs"
+
+// MachineFacts gathers the facts of this machine the containers' spec depends on.
+func MachineFacts() Facts {
+	var f Facts
+	var st syscall.Statfs_t
+	if syscall.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == 0x63677270 { // CGROUP2_SUPER_MAGIC
+		f.Cgroup2 = true
+	}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil && strings.Contains(string(b), "\nSeccomp:") {
+		f.Seccomp = true
+	}
+	return f
+}
+
+func (t *Transport) log() *slog.Logger {
+	if t.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return t.Log
+}
+
+// remove removes a container, its task and its snapshot, whatever state they are in.
+func (t *Transport) remove(id string) {
+	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), Namespace), 30*time.Second)
+	defer cancel()
+	if err := removeContainer(ctx, t.Client, id); err != nil {
+		t.log().Warn("container not removed", "container", id, "err", err)
+	}
+}
+
+// removeContainer kills and deletes a container's task, then deletes the container and its
+// snapshot. A container already gone is no error.
+func removeContainer(ctx context.Context, cli *client.Client, id string) error {
+	c, err := cli.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if task, err := c.Task(ctx, nil); err == nil {
+		if _, err := task.Delete(ctx, client.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("delete task: %w", err)
+		}
+	} else if !errdefs.IsNotFound(err) {
+		return fmt.Errorf("load task: %w", err)
+	}
+	if err := c.Delete(ctx, client.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("delete container: %w", err)
+	}
+	return nil
+}
+
+// kernel is one kernel's container and task.
+type kernel struct {
+	t      *Transport
+	id     string
+	task   client.Task
+	stdin  *io.PipeWriter
+	stdinR *io.PipeReader
+	stdout *io.PipeReader
+
+	done chan struct{} // closed when the task has ended and the container been removed
+	err  error         // set before done closes
+
+	closeIn  sync.Once
+	killOnce sync.Once
+}
+
+// ID returns the container's id.
+func (k *kernel) ID() string { return k.id }
+
+func (k *kernel) Stdin() io.WriteCloser { return stdin{k} }
+func (k *kernel) Stdout() io.Reader     { return k.stdout }
+
+// stdin writes frames to the task's standard input; closing it ends that input.
+type stdin struct{ k *kernel }
+
+func (s stdin) Write(p []byte) (int, error) { return s.k.stdin.Write(p) }
+func (s stdin) Close() error {
+	s.k.closeIn.Do(func() {
+		s.k.stdin.Close()
+		ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), Namespace), 10*time.Second)
+		defer cancel()
+		_ = s.k.task.CloseIO(ctx, client.WithStdinCloser)
+	})
+	return nil
+}
+
+// wait waits for the task to end, lets its output drain, then removes the container.
+func (k *kernel) wait(exited <-chan client.ExitStatus, out *io.PipeWriter) {
+	defer close(k.done)
+	st := <-exited
+	code, _, err := st.Result()
+	switch {
+	case err != nil:
+		k.err = fmt.Errorf("containerd: waiting for the kernel's task: %w", err)
+	case code != 0:
+		k.err = fmt.Errorf("containerd: the kernel exited with status %d", code)
+	}
+	// The output ends with the task; what it held is still read before removal.
+	drained := make(chan struct{})
+	go func() {
+		if io := k.task.IO(); io != nil {
+			io.Wait()
+		}
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(5 * time.Second):
+	}
+	out.Close()
+	k.stdinR.Close() // the copier into the task's input ends
+	k.t.remove(k.id)
+	if io := k.task.IO(); io != nil {
+		io.Close()
+	}
+}
+
+func (k *kernel) Wait() error {
+	<-k.done
+	return k.err
+}
+
+// Kill closes stdin (the kernel then ends and kills what it started); when the task has not
+// ended within Grace it is killed. Either way its container is removed before Kill returns.
+func (k *kernel) Kill() error {
+	k.killOnce.Do(func() {
+		stdin{k}.Close()
+		select {
+		case <-k.done:
+		case <-time.After(Grace):
+			ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), Namespace), 30*time.Second)
+			if err := k.task.Kill(ctx, syscall.SIGKILL, client.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
+				k.t.log().Warn("task not killed", "container", k.id, "err", err)
+			}
+			cancel()
+			select {
+			case <-k.done:
+			case <-time.After(30 * time.Second):
+				k.t.remove(k.id)
+			}
+		}
+	})
+	return nil
+}
+
+// Reap removes the containers of host processes of this machine that died, and returns how
+// many it removed.
+func Reap(ctx context.Context, cli *client.Client) (int, error) {
+	ctx = namespaces.WithNamespace(ctx, Namespace)
+	list, err := cli.Containers(ctx, `labels."`+docker.LabelManaged+`"==1`)
+	if err != nil {
+		return 0, fmt.Errorf("containerd: list Paddock's containers: %w", err)
+	}
+	o := docker.Self()
+	n := 0
+	var errs []error
+	for _, c := range list {
+		labels, err := c.Labels(ctx)
+		if err != nil {
+			if !errdefs.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if !docker.Leftover(labels, o) {
+			continue
+		}
+		if err := removeContainer(ctx, cli, c.ID()); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", c.ID(), err))
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// SessionContainers returns the ids of the containers that carry session's label.
+func SessionContainers(ctx context.Context, cli *client.Client, session string) ([]string, error) {
+	ctx = namespaces.WithNamespace(ctx, Namespace)
+	list, err := cli.Containers(ctx, fmt.Sprintf(`labels."%s"==%s`, docker.LabelSession, quoteFilter(session)))
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(list))
+	for _, c := range list {
+		ids = append(ids, c.ID())
+	}
+	return ids, nil
+}
+
+// RemoveSession removes every container of a session, whatever its state, and returns how
+// many it removed.
+func RemoveSession(ctx context.Context, cli *client.Client, session string) (int, error) {
+	ids, err := SessionContainers(ctx, cli, session)
+	if err != nil {
+		return 0, err
+	}
+	ctx = namespaces.WithNamespace(ctx, Namespace)
+	n := 0
+	var errs []error
+	for _, id := range ids {
+		if err := removeContainer(ctx, cli, id); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// quoteFilter quotes a value for containerd's filter syntax.
+func quoteFilter(v string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
+}
