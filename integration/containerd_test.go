@@ -185,3 +185,24 @@ func transportSession(t testing.TB, ctx context.Context, tr transport.Transport,
 	t.Cleanup(func() { s.Close() })
 	return s, ws
 }
+
+// The in-container security suite on containerd. Another network than none or host needs
+// CNI, so the settings ask for the host's network.
+func TestSecurityContainerd(t *testing.T) {
+	c := containerdDaemon(t)
+	img := containerdHostImage(t, c)
+	RunSecurity(t, func(t *testing.T, ctx context.Context, h docker.Hardening, names []string) *orchestrator.Session {
+		s, _ := transportSession(t, ctx, containerdTransport(t, c, img, h), names)
+		return s
+	}, "host", "eth0")
+}
+
+// The same suite on docker, so both backends are held to one list.
+func TestSecurityDocker(t *testing.T) {
+	cli := engine(t)
+	img := hostImage(t, cli)
+	RunSecurity(t, func(t *testing.T, ctx context.Context, h docker.Hardening, names []string) *orchestrator.Session {
+		s, _ := dockerSession(t, ctx, cli, img, h, names)
+		return s
+	}, "bridge", "eth0")
+}
