@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
+	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/transport/docker"
 )
 
@@ -75,6 +76,10 @@ func TestRunDefaultTransport(t *testing.T) {
 	bin := paddockBinary(t)
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("alpha\n"), 0o644)
+	// paddock run makes the host image when the engine lacks it; the test removes what it made.
+	if _, err := cli.ImageInspect(context.Background(), images.HostRef); client.IsErrNotFound(err) {
+		t.Cleanup(func() { images.Remove(context.Background(), cli, images.HostRef) })
+	}
 
 	out, errOut, code := runPaddock(t, bin, ws, nil, "run", "--", "cat a.txt; pwd; cat /proc/1/cmdline")
 	if code != 0 || errOut != "" {
