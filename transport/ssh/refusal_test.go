@@ -338,3 +338,27 @@ func TestServerStopsAnswering(t *testing.T) {
 	b.srv.Signal(syscall.SIGCONT)
 	k.Kill()
 }
+
+// A start on a box that stopped answering gives up when its context ends.
+func TestStartGivesUpWithContext(t *testing.T) {
+	b := newBox(t)
+	dir := t.TempDir()
+	startKernel(t, b, dir).Kill() // the connection is pooled, the box probed
+	l, err := b.pool.Get(context.Background(), sshtest.Alias)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release() // keep the connection in the pool
+	t.Cleanup(func() { b.srv.Signal(syscall.SIGCONT) })
+	b.srv.Signal(syscall.SIGSTOP)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = b.tr.Start(ctx, transport.Spec{Kernel: kernelPath(t), Cwd: dir})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("start on a stopped box: %v", err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("the start gave up after %v; its context ended at 300ms", el)
+	}
+}

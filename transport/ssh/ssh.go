@@ -125,10 +125,36 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 			return nil, &OutsideError{Cwd: spec.Cwd}
 		}
 	}
-	l, s, err := t.session(ctx, spec)
-	if err != nil {
-		return nil, err
+	// Opening channels waits for the box's answers, which a box that stopped answering never
+	// gives (until the keepalives drop its connection): the start gives up when ctx ends,
+	// and the abandoned opening cleans up after itself.
+	type opened struct {
+		l   *Lease
+		s   *xssh.Session
+		err error
 	}
+	ch := make(chan opened, 1)
+	go func() {
+		l, s, err := t.session(ctx, spec)
+		ch <- opened{l, s, err}
+	}()
+	var o opened
+	select {
+	case o = <-ch:
+	case <-ctx.Done():
+		go func() {
+			if o := <-ch; o.err == nil {
+				o.s.Close()
+				o.l.Release()
+			}
+		}()
+		return nil, fmt.Errorf("ssh: start a kernel on %s: %w", t.Host, ctx.Err())
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	l, s := o.l, o.s
+	var err error
 	k := &kernel{host: t.Host, lease: l, s: s, done: make(chan struct{})}
 	if k.stdin, err = s.StdinPipe(); err == nil {
 		var out io.Reader
