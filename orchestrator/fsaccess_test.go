@@ -7,10 +7,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/policy"
+	"github.com/paddockhq/paddock/transport/local"
 	"github.com/paddockhq/paddock/transport/pathmap"
 )
 
@@ -287,5 +292,102 @@ func TestFSWriteDecidedByAutoSet(t *testing.T) {
 		if asked != wantAsked {
 			t.Errorf("auto %v: asked %d times, want %d", set, asked, wantAsked)
 		}
+	}
+}
+
+// fsClient is an interactive client that answers every question the same way.
+type fsClient struct {
+	s      *Session
+	answer bool
+
+	mu        sync.Mutex
+	questions []Question // guarded by mu
+}
+
+func (c *fsClient) Kind() ClientKind { return Interactive }
+
+func (c *fsClient) Notify(e Event) {
+	if e.Kind != EventQuestion {
+		return
+	}
+	c.mu.Lock()
+	c.questions = append(c.questions, *e.Question)
+	c.mu.Unlock()
+	go c.s.Answer(e.Question.ID, Answer{Approve: c.answer, Client: "fs-test"})
+}
+
+// law: gate_secret_read_needs_yes
+// law: gate_yes_runs
+// A program in a real session reads a secret through the host only when the session's
+// client says yes; with no client the read is unanswered, refused; an inside read asks
+// nobody.
+func TestFSThroughSessionApprovals(t *testing.T) {
+	ctx := context.Background()
+	kernel, err := images.Default.Find(ctx, runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	ws, home := filepath.Join(base, "ws"), filepath.Join(base, "home")
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	os.MkdirAll(ws, 0o755)
+	os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), []byte("KEY-BYTES\n"), 0o600)
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("inside\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "secret.json"), []byte(`{"path":"`+filepath.Join(home, ".ssh", "id_ed25519")+`"}`), 0o644)
+	os.WriteFile(filepath.Join(ws, "inside.json"), []byte(`{"path":"`+filepath.Join(ws, "a.txt")+`"}`), 0o644)
+
+	for _, who := range []string{"approves", "denies", "nobody"} {
+		t.Run(who, func(t *testing.T) {
+			ask := &SessionAsk{}
+			s, err := Open(ctx, Config{
+				Workspace: ws,
+				Transport: &local.Transport{Stderr: os.Stderr},
+				Kernel:    kernel,
+				Env:       []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home},
+				Handlers:  FSHandlers(FSConfig{Roots: []string{ws}, Env: []string{"HOME=" + home}, Ask: ask.Ask}),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ask.Bind(s)
+			c := &fsClient{s: s, answer: who == "approves"}
+			if who != "nobody" {
+				defer s.Attach(c)()
+			}
+			res, err := s.Bash(ctx, kernel+" host fs.read - < inside.json")
+			if err != nil || !strings.Contains(res.Steps[0].Stdout.Text, "inside") {
+				t.Fatalf("an inside read: %v %v", res, err)
+			}
+			c.mu.Lock()
+			if len(c.questions) != 0 {
+				t.Errorf("an inside read asked %v", c.questions)
+			}
+			c.mu.Unlock()
+			res, err = s.Bash(ctx, kernel+" host fs.read - < secret.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := res.Steps[len(res.Steps)-1]
+			if who == "approves" {
+				if got.Status != 0 || !strings.Contains(got.Stdout.Text, "KEY-BYTES") {
+					t.Errorf("approved secret read: %s", res)
+				}
+			} else if got.Status == 0 || strings.Contains(got.Stdout.Text, "KEY-BYTES") || !strings.Contains(got.Stderr.Text, FSNeedsYes) {
+				t.Errorf("a secret read without a yes: %s", res)
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			want := 1
+			if who == "nobody" {
+				want = 0
+			}
+			if len(c.questions) != want {
+				t.Fatalf("questions %v, want %d", c.questions, want)
+			}
+			if want == 1 && (!strings.HasPrefix(c.questions[0].Command, "fs.read ") || !slices.Contains(c.questions[0].Effects, "secret")) {
+				t.Errorf("the question: %+v", c.questions[0])
+			}
+		})
 	}
 }
