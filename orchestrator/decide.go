@@ -52,6 +52,8 @@ func newPolicyGate(s *Session, p Policy) (*policyGate, error) {
 	if g.pctx == nil {
 		g.pctx = &policy.Context{Cwd: s.cwd, Env: s.cfg.Env, Roots: []string{s.cfg.Workspace}, Settings: p.Settings, Ephemeral: s.cfg.Ephemeral}
 		if s.cfg.PathMap != nil {
+			// The credential stores are the host's: a sandbox's HOME is not where they are.
+			g.pctx.Home, _ = os.UserHomeDir()
 			m := s.cfg.PathMap
 			g.pctx.ToHost = func(p string) (string, bool) {
 				h, err := m.ToHost(p)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -182,5 +183,33 @@ func TestHostRequestFromSandbox(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[hi]" {
 		t.Fatalf("handler saw %v", got)
+	}
+}
+
+// A git step judged to read runs hardened: a textconv program the repository's config names
+// (through a .gitattributes driver) does not run under git show.
+func TestGitReadRunsHardened(t *testing.T) {
+	dir := t.TempDir()
+	s := openLocal(t, dir, Config{})
+	marker := filepath.Join(dir, "driver-ran")
+	os.WriteFile(filepath.Join(dir, "drv.sh"), []byte("#!/bin/sh\ntouch "+marker+"\ncat \"$1\"\n"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".gitattributes"), []byte("*.txt diff=evil\n"), 0o644)
+	ctx := context.Background()
+	setup := "git init -q && git config diff.evil.textconv " + filepath.Join(dir, "drv.sh") +
+		" && echo one > a.txt && git add -A && git -c user.name=p -c user.email=p@p commit -q -m one" +
+		" && echo two > a.txt && git -c user.name=p -c user.email=p@p commit -q -am two"
+	if res, err := s.Bash(ctx, setup); err != nil || res.End.Status != 0 {
+		t.Fatalf("%v %s", err, res)
+	}
+	os.Remove(marker) // the commits may have run it
+	res, err := s.Bash(ctx, "git show")
+	if err != nil || res.End.Status != 0 || !strings.Contains(res.Steps[0].Stdout.Text, "+two") {
+		t.Fatalf("%v %s", err, res)
+	}
+	if slices.Contains(res.Steps[0].Effects, "exec") {
+		t.Fatalf("git show judged exec: %v", res.Steps[0].Effects)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the repository's diff driver ran during a read")
 	}
 }
