@@ -34,7 +34,15 @@ type transportFlags struct {
 	noTmpfs       bool
 	mounts        []string
 	wrap          string
+
+	// ask answers the file accesses (fs.read, fs.write) the auto set does not grant, through
+	// the session's approval route once bind has named the session.
+	ask orchestrator.SessionAsk
 }
+
+// bind names the open session whose approval route answers the file accesses that ask;
+// until then they are refused.
+func (f *transportFlags) bind(s *orchestrator.Session) { f.ask.Bind(s) }
 
 // transportKeys binds the transport flags to settings keys.
 var transportKeys = map[string]string{
@@ -156,6 +164,7 @@ func (f *transportFlags) configure(ctx context.Context, cfg *orchestrator.Config
 		Env:       os.Environ(),
 		Settings:  cfg.Policy.Settings,
 		Auto:      cfg.Policy.Auto,
+		Ask:       f.ask.Ask,
 		Ephemeral: kind == "docker",
 	})
 	maps.Copy(handlers, cfg.Handlers)
