@@ -27,7 +27,7 @@ type fsFixture struct {
 	h                   map[string]Handler
 }
 
-func newFSFixture(t *testing.T) *fsFixture {
+func newFSFixture(t testing.TB) *fsFixture {
 	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -390,4 +390,43 @@ func TestFSThroughSessionApprovals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The bodies of fs.read and fs.write come from programs in the sandbox: whatever they hold,
+// the handlers answer with a reply or a coded error whose message names no host path, and
+// nothing outside the workspace changes.
+func FuzzFSRequest(f *testing.F) {
+	f.Add(true, []byte(`{"path":"/work/a.txt"}`))
+	f.Add(false, []byte(`{"path":"/work/new","content":"x"}`))
+	f.Add(false, []byte(`{"path":"/work/escape","content":"x"}`))
+	f.Add(false, []byte(`{"path":"/data/d.txt","content":"eA==","encoding":"base64"}`))
+	f.Add(true, []byte(`{"path":"/work/../../etc/passwd"}`))
+	f.Add(true, []byte(`{"path":"/home/.ssh/id_ed25519"}`))
+	f.Add(true, []byte(`not json`))
+	fx := newFSFixture(f)
+	f.Fuzz(func(t *testing.T, read bool, body []byte) {
+		typ := TypeFSWrite
+		if read {
+			typ = TypeFSRead
+		}
+		res, err := fx.h[typ](context.Background(), HostRequest{ID: "1", Type: typ, Body: body})
+		if err == nil {
+			if _, ok := res.(*FSReply); !ok {
+				t.Fatalf("reply %T", res)
+			}
+			return
+		}
+		var c Coded
+		if !errors.As(err, &c) || c.Code() == "" {
+			t.Fatalf("an uncoded error: %v", err)
+		}
+		for _, host := range []string{fx.ws, fx.data, fx.out, fx.home} {
+			if strings.Contains(err.Error(), host) {
+				t.Fatalf("the message %q holds a host path", err)
+			}
+		}
+		if b, _ := os.ReadFile(filepath.Join(fx.out, "secret")); string(b) != "outside\n" {
+			t.Fatalf("a file outside every mount changed: %q", b)
+		}
+	})
 }
