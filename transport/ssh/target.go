@@ -56,14 +56,15 @@ func splitName(name string) (user, host string, port int, err error) {
 	switch {
 	case strings.HasPrefix(host, "["):
 		h, p, err := net.SplitHostPort(host)
-		if err != nil {
-			if strings.HasSuffix(host, "]") {
-				return user, host[1 : len(host)-1], 0, nil
+		switch {
+		case err == nil:
+			host = h
+			if port, err = parsePort(p); err != nil {
+				return "", "", 0, fmt.Errorf("host %q: %v", name, err)
 			}
-			return "", "", 0, fmt.Errorf("host %q: %v", name, err)
-		}
-		host = h
-		if port, err = parsePort(p); err != nil {
+		case strings.HasSuffix(host, "]") && strings.Count(host, "[") == 1 && strings.Count(host, "]") == 1:
+			host = host[1 : len(host)-1]
+		default:
 			return "", "", 0, fmt.Errorf("host %q: %v", name, err)
 		}
 	case strings.Count(host, ":") == 1:

@@ -25,6 +25,8 @@ func TestSplitName(t *testing.T) {
 		{in: "a@b@box", user: "a@b", host: "box"},
 		{in: "[::1]:22", host: "::1", port: 22},
 		{in: "[::1]", host: "::1"},
+		{in: "[]", bad: true},
+		{in: "[a]]", bad: true},
 		{in: "::1", host: "::1"},
 		{in: "box:0", bad: true},
 		{in: "box:x", bad: true},
@@ -178,4 +180,30 @@ func TestCacheDir(t *testing.T) {
 			t.Errorf("%q: %q; want %q", in, got, want)
 		}
 	}
+}
+
+// Host names come from settings and flags: whatever they hold, a name splits into a user,
+// a host that cannot pass for an option, and a port in range, or is refused.
+func FuzzSplitName(f *testing.F) {
+	for _, s := range []string{"box", "me@box:22", "[::1]:2222", "a@b@c", "-oProxyCommand=x", "box:", "@", "[x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		user, host, port, err := splitName(name)
+		if err != nil {
+			return
+		}
+		if host == "" || strings.HasPrefix(host, "-") || strings.ContainsAny(host, " \t\n\r\x00") {
+			t.Fatalf("%q: host %q", name, host)
+		}
+		if strings.ContainsAny(user, " \t\n\r\x00") {
+			t.Fatalf("%q: user %q", name, user)
+		}
+		if port < 0 || port > 65535 {
+			t.Fatalf("%q: port %d", name, port)
+		}
+		if user != "" && !strings.HasPrefix(name, user+"@") {
+			t.Fatalf("%q: user %q is not its start", name, user)
+		}
+	})
 }
