@@ -155,7 +155,7 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 		return nil, fmt.Errorf("containerd: start the kernel's task: %w", err)
 	}
 	ok = true
-	k := &kernel{t: t, id: p.id, task: task, stdin: inW, stdinR: inR, stdout: outR, done: make(chan struct{})}
+	k := &kernel{t: t, id: p.id, c: c, task: task, stdin: inW, stdinR: inR, stdout: outR, done: make(chan struct{})}
 	go k.wait(exited, outW)
 	return k, nil
 }
@@ -248,6 +248,7 @@ func removeContainer(ctx context.Context, cli *client.Client, id string) error {
 type kernel struct {
 	t      *Transport
 	id     string
+	c      client.Container
 	task   client.Task
 	stdin  *io.PipeWriter
 	stdinR *io.PipeReader
@@ -262,6 +263,15 @@ type kernel struct {
 
 // ID returns the container's id.
 func (k *kernel) ID() string { return k.id }
+
+// Relabel sets labels on the kernel's container, keeping the others: a warm kernel takes
+// on the session that claims it.
+func (k *kernel) Relabel(ctx context.Context, labels map[string]string) error {
+	if _, err := k.c.SetLabels(namespaces.WithNamespace(ctx, Namespace), labels); err != nil {
+		return fmt.Errorf("containerd: relabel %s: %w", k.id, err)
+	}
+	return nil
+}
 
 func (k *kernel) Stdin() io.WriteCloser { return stdin{k} }
 func (k *kernel) Stdout() io.Reader     { return k.stdout }

@@ -1,0 +1,464 @@
+// Package pool keeps warm kernels: a transport.Transport that wraps another (docker,
+// containerd, any) and keeps, for each kind of sandbox sessions ask for, Size kernels
+// started ahead, running and answering. A session's Start claims one instead of starting
+// from nothing, and the pool refills in the background. A claimed kernel is the session's
+// alone: it is never handed out again, and it ends with the session. Closing the pool
+// removes the kernels it still holds; the sandboxes of a host process that died carry the
+// wrapped transport's labels (and Label), so its reaper finds them at the next start.
+//
+// Which kernel may serve a session is Key's rule: the same kernel, arguments, working
+// directory, path map and labels. What is the session's own is applied at claim: its
+// session label (on the sandbox, where the backend can relabel it) and its environment,
+// which reaches every command through the session's requests; a warm kernel's own
+// environment is the pool's (Config.Env, empty by default), never a session's.
+package pool
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/wire"
+)
+
+var _ transport.Transport = (*Pool)(nil)
+
+// ErrClosed is returned by Start on a closed pool.
+var ErrClosed = errors.New("pool: closed")
+
+// Relabeler is a kernel whose sandbox takes on a session's labels at claim.
+type Relabeler interface {
+	Relabel(ctx context.Context, labels map[string]string) error
+}
+
+// Config says what a pool wraps and keeps.
+type Config struct {
+	// Transport starts the kernels, warm and cold.
+	Transport transport.Transport
+	// Size is how many warm kernels are kept per Key; 0 keeps none (every Start is cold).
+	Size int
+	// Env is the warm kernels' own environment; nil is empty. A session's environment
+	// reaches its commands through its requests, never through this.
+	Env []string
+	// Parallel bounds the starts in flight per Key while filling; 0 is DefaultParallel.
+	Parallel int
+	// ReadyTimeout bounds a warm kernel's start and first answer; 0 is a minute.
+	ReadyTimeout time.Duration
+	// Log receives the pool's diagnostics; nil discards them.
+	Log *slog.Logger
+}
+
+// DefaultParallel is how many kernels per Key are started at once while filling.
+const DefaultParallel = 4
+
+// Pool keeps warm kernels for the transport it wraps.
+type Pool struct {
+	cfg  Config
+	id   string
+	log  *slog.Logger
+	life context.Context // ends with Close: the fillers' lifetime
+	stop context.CancelFunc
+	wg   sync.WaitGroup // the fillers
+
+	mu      sync.Mutex
+	buckets map[string]*bucket // guarded by mu; by Key
+	closed  bool               // guarded by mu
+}
+
+// bucket is the warm kernels of one Key.
+type bucket struct {
+	spec     transport.Spec // what its kernels start with
+	ready    []*kernel      // guarded by Pool.mu; oldest first
+	starting int            // guarded by Pool.mu
+	waiting  int            // guarded by Pool.mu: sessions waiting for a start in flight
+	failures int            // guarded by Pool.mu: starts failed in a row
+	changed  chan struct{}  // guarded by Pool.mu; closed and replaced when ready or starting change
+}
+
+// New returns a pool over cfg.Transport. It starts nothing until Warm or Start names a
+// kind of sandbox.
+func New(cfg Config) *Pool {
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = DefaultParallel
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = time.Minute
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	p := &Pool{cfg: cfg, id: hex.EncodeToString(b[:]), log: log, buckets: map[string]*bucket{}}
+	p.life, p.stop = context.WithCancel(context.Background())
+	return p
+}
+
+// ID is the pool's id, the value of Label on what it starts.
+func (p *Pool) ID() string { return p.id }
+
+// Session is the session label of the pool's warm kernels until a session claims one.
+func (p *Pool) Session() string { return "pool-" + p.id }
+
+// Warm starts filling the pool for sessions like spec (its session and environment do not
+// matter), without waiting.
+func (p *Pool) Warm(spec transport.Spec) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	b := p.bucket(spec)
+	b.failures = 0
+	p.refill(b)
+	return nil
+}
+
+// Ready is how many warm kernels for sessions like spec are ready to be claimed.
+func (p *Pool) Ready(spec transport.Spec) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := p.buckets[Key(spec)]
+	if b == nil {
+		return 0
+	}
+	n := 0
+	for _, k := range b.ready {
+		if k.alive() {
+			n++
+		}
+	}
+	return n
+}
+
+// WaitReady waits until n warm kernels for sessions like spec are ready, or ctx ends, or
+// the pool stopped refilling them after failures.
+func (p *Pool) WaitReady(ctx context.Context, spec transport.Spec, n int) error {
+	for {
+		p.mu.Lock()
+		b := p.buckets[Key(spec)]
+		if b == nil {
+			p.mu.Unlock()
+			return errors.New("pool: nothing warmed for this spec")
+		}
+		ready := 0
+		for _, k := range b.ready {
+			if k.alive() {
+				ready++
+			}
+		}
+		if ready >= n {
+			p.mu.Unlock()
+			return nil
+		}
+		if b.starting == 0 && b.failures >= MaxFailures {
+			p.mu.Unlock()
+			return fmt.Errorf("pool: %d warm kernels ready of %d, and the last %d starts failed", ready, n, MaxFailures)
+		}
+		ch := b.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second): // a warm kernel may die unseen: count again
+		}
+	}
+}
+
+// Start claims a warm kernel for spec when one is ready (or waits for one in flight, when
+// Wait says so), else starts one cold through the wrapped transport. Either way the pool
+// refills behind it.
+func (p *Pool) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if p.cfg.Size <= 0 {
+		p.mu.Unlock()
+		return p.cfg.Transport.Start(ctx, spec)
+	}
+	b := p.bucket(spec)
+	b.failures = 0
+	for {
+		if k := b.pop(); k != nil {
+			p.refill(b)
+			p.mu.Unlock()
+			if err := k.claim(ctx, spec); err != nil {
+				p.log.Warn("a warm kernel could not be claimed; it is removed", "err", err)
+				k.inner.Kill()
+				p.mu.Lock()
+				continue
+			}
+			return k, nil
+		}
+		if !Wait(b.starting, b.waiting) {
+			break
+		}
+		b.waiting++
+		ch := b.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			p.mu.Lock()
+			b.waiting--
+			p.mu.Unlock()
+			return nil, ctx.Err()
+		}
+		p.mu.Lock()
+		b.waiting--
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrClosed
+		}
+	}
+	p.refill(b)
+	p.mu.Unlock()
+	return p.cfg.Transport.Start(ctx, spec)
+}
+
+// Close removes every warm kernel the pool holds and waits for the starts in flight, whose
+// kernels are removed too. Kernels sessions claimed are theirs, and stay.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	var held []*kernel
+	for _, b := range p.buckets {
+		held = append(held, b.ready...)
+		b.ready = nil
+		b.signal()
+	}
+	p.mu.Unlock()
+	p.stop()
+	var g errgroup.Group
+	g.SetLimit(8)
+	for _, k := range held {
+		g.Go(k.inner.Kill)
+	}
+	err := g.Wait()
+	p.wg.Wait()
+	return err
+}
+
+// bucket returns the bucket of spec's Key, made on first use. Called with mu held.
+func (p *Pool) bucket(spec transport.Spec) *bucket {
+	key := Key(spec)
+	b := p.buckets[key]
+	if b == nil {
+		s := spec
+		s.Session = p.Session()
+		s.Env = append([]string{}, p.cfg.Env...)
+		s.Labels = maps.Clone(spec.Labels)
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels[SessionLabel] = s.Session
+		s.Labels[Label] = p.id
+		b = &bucket{spec: s, changed: make(chan struct{})}
+		p.buckets[key] = b
+	}
+	return b
+}
+
+// pop takes the oldest live ready kernel, dropping dead ones. Called with mu held.
+func (b *bucket) pop() *kernel {
+	for len(b.ready) > 0 {
+		k := b.ready[0]
+		b.ready = b.ready[1:]
+		if k.alive() {
+			return k
+		}
+		k.inner.Kill() // it ended on its own: make sure its sandbox goes
+	}
+	return nil
+}
+
+// signal wakes whoever waits on the bucket. Called with mu held.
+func (b *bucket) signal() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// refill starts what ToStart says. Called with mu held.
+func (p *Pool) refill(b *bucket) {
+	if p.closed {
+		return
+	}
+	live := 0
+	for _, k := range b.ready {
+		if k.alive() {
+			live++
+		}
+	}
+	for n := ToStart(p.cfg.Size, live, b.starting, p.cfg.Parallel, b.failures); n > 0; n-- {
+		b.starting++
+		p.wg.Add(1)
+		go p.fill(b)
+	}
+}
+
+// fill starts one warm kernel for b and adds it to the ready ones.
+func (p *Pool) fill(b *bucket) {
+	defer p.wg.Done()
+	ctx, cancel := context.WithTimeout(p.life, p.cfg.ReadyTimeout)
+	k, err := p.startWarm(ctx, b.spec)
+	cancel()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b.starting--
+	defer b.signal()
+	if err != nil {
+		if !p.closed {
+			b.failures++
+			p.log.Warn("a warm kernel did not start", "failures", b.failures, "err", err)
+		}
+		return
+	}
+	if p.closed {
+		go k.inner.Kill()
+		return
+	}
+	b.failures = 0
+	b.ready = append(b.ready, k)
+	p.refill(b)
+}
+
+// startWarm starts a kernel with spec and waits for its answer to ping; on any error nothing
+// is left running.
+func (p *Pool) startWarm(ctx context.Context, spec transport.Spec) (*kernel, error) {
+	inner, err := p.cfg.Transport.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	k := &kernel{inner: inner, done: make(chan struct{})}
+	go func() {
+		k.err = inner.Wait()
+		close(k.done)
+	}()
+	prefix, err := ping(ctx, inner)
+	if err != nil {
+		inner.Kill()
+		return nil, fmt.Errorf("pool: the warm kernel did not answer: %w", err)
+	}
+	k.stdout = io.MultiReader(bytes.NewReader(prefix), inner.Stdout())
+	return k, nil
+}
+
+// ping asks the kernel who it is and reads its output up to the answer, a byte at a time so
+// that nothing after the answer is taken from the session; any other line read on the way
+// is returned, for the session to read first.
+func ping(ctx context.Context, k transport.Kernel) ([]byte, error) {
+	id := "paddock-pool-ping"
+	if err := wire.NewWriter(k.Stdin()).Write(&wire.Frame{Event: wire.EventRequest, ID: id, Type: wire.TypePing, Body: json.RawMessage(`{}`)}); err != nil {
+		return nil, err
+	}
+	type result struct {
+		before []byte
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var before, line []byte
+		var one [1]byte
+		for {
+			if _, err := io.ReadFull(k.Stdout(), one[:]); err != nil {
+				done <- result{err: err}
+				return
+			}
+			if one[0] != '\n' {
+				if len(line) >= wire.MaxHead*16 {
+					done <- result{err: errors.New("an over-long line before the answer")}
+					return
+				}
+				line = append(line, one[0])
+				continue
+			}
+			f, err := wire.Decode(line)
+			if err == nil && f.Event == wire.EventReply && f.ID == id {
+				if f.Status != wire.StatusOK {
+					done <- result{err: fmt.Errorf("ping: %v", f.Error)}
+					return
+				}
+				done <- result{before: before}
+				return
+			}
+			before = append(append(before, line...), '\n')
+			line = line[:0]
+		}
+	}()
+	select {
+	case r := <-done:
+		return r.before, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err() // the caller kills the kernel, which ends the reader
+	}
+}
+
+// kernel is a warm kernel: the wrapped transport's, with what the ping left unread ahead of
+// its output.
+type kernel struct {
+	inner  transport.Kernel
+	stdout io.Reader
+	done   chan struct{} // closed when inner.Wait returned
+	err    error         // set before done closes
+}
+
+func (k *kernel) alive() bool {
+	select {
+	case <-k.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// claim hands the kernel to spec's session: its sandbox takes on the session's labels where
+// the backend can relabel it.
+func (k *kernel) claim(ctx context.Context, spec transport.Spec) error {
+	if !k.alive() {
+		return fmt.Errorf("pool: the warm kernel ended: %v", k.err)
+	}
+	if r, ok := k.inner.(Relabeler); ok {
+		labels := maps.Clone(spec.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		if spec.Session != "" {
+			labels[SessionLabel] = spec.Session
+		}
+		if err := r.Relabel(ctx, labels); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *kernel) Stdin() io.WriteCloser { return k.inner.Stdin() }
+func (k *kernel) Stdout() io.Reader     { return k.stdout }
+func (k *kernel) Kill() error           { return k.inner.Kill() }
+func (k *kernel) Wait() error {
+	<-k.done
+	return k.err
+}
+
+// Inner is the wrapped transport's kernel.
+func (k *kernel) Inner() transport.Kernel { return k.inner }

@@ -1,0 +1,243 @@
+package pool_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/pool"
+	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/local"
+)
+
+// The pool over the local transport: kernels are host processes, so the pool's rules are
+// seen without a container engine. The integration tests run it over docker and containerd.
+
+func kernelBinary(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	k, err := images.Default.Find(ctx, runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// countingTransport counts the kernels started through it.
+type countingTransport struct {
+	local.Transport
+	mu      sync.Mutex
+	started int
+}
+
+func (c *countingTransport) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	c.mu.Lock()
+	c.started++
+	c.mu.Unlock()
+	return c.Transport.Start(ctx, spec)
+}
+
+func (c *countingTransport) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.started
+}
+
+func newPool(t *testing.T, size int) (*pool.Pool, *countingTransport, transport.Spec) {
+	t.Helper()
+	tr := &countingTransport{}
+	p := pool.New(pool.Config{Transport: tr, Size: size, Env: []string{"PADDOCK_POOL_ONLY=1"}})
+	t.Cleanup(func() { p.Close() })
+	ws := t.TempDir()
+	spec := transport.Spec{Kernel: kernelBinary(t), Cwd: ws}
+	return p, tr, spec
+}
+
+func open(t *testing.T, ctx context.Context, p *pool.Pool, spec transport.Spec, env []string) *orchestrator.Session {
+	t.Helper()
+	s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: spec.Cwd, Transport: p, Kernel: spec.Kernel, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func waitReady(t *testing.T, p *pool.Pool, spec transport.Spec, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.WaitReady(ctx, spec, n); err != nil {
+		t.Fatalf("the pool did not fill to %d: %v (ready %d)", n, err, p.Ready(spec))
+	}
+}
+
+// law: pool_claim_once — sessions claiming at once each get a kernel of their own, the
+// warm ones first; none is handed out twice.
+func TestClaimsAreDistinct(t *testing.T) {
+	p, tr, spec := newPool(t, 6)
+	if err := p.Warm(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, p, spec, 6)
+	if n := tr.count(); n != 6 {
+		t.Fatalf("warming started %d kernels, want 6", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const sessions = 10
+	pids := make(chan int, sessions)
+	var wg sync.WaitGroup
+	for range sessions {
+		wg.Go(func() {
+			s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: spec.Cwd, Transport: p, Kernel: spec.Kernel, Env: os.Environ()})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			h, err := s.Ping(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			pids <- h.PID
+			t.Cleanup(func() { s.Close() })
+		})
+	}
+	wg.Wait()
+	close(pids)
+	seen := map[int]bool{}
+	for pid := range pids {
+		if seen[pid] {
+			t.Fatalf("two sessions got the kernel %d", pid)
+		}
+		seen[pid] = true
+	}
+	if len(seen) != sessions {
+		t.Fatalf("%d kernels for %d sessions", len(seen), sessions)
+	}
+}
+
+// law: pool_refills — after claims the pool starts kernels until it holds Size again.
+func TestRefills(t *testing.T) {
+	p, tr, spec := newPool(t, 3)
+	p.Warm(spec)
+	waitReady(t, p, spec, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	open(t, ctx, p, spec, nil)
+	open(t, ctx, p, spec, nil)
+	waitReady(t, p, spec, 3)
+	if n := tr.count(); n != 5 {
+		t.Fatalf("%d kernels started, want 3 warmed and 2 refilled", n)
+	}
+}
+
+// law: pool_session_own — a session from the pool runs its commands in its own working
+// directory with its own environment and nothing of the pool's.
+func TestSessionGetsItsOwnEnvironment(t *testing.T) {
+	p, _, spec := newPool(t, 1)
+	p.Warm(spec)
+	waitReady(t, p, spec, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := open(t, ctx, p, spec, []string{"PATH=" + os.Getenv("PATH"), "PADDOCK_SESSION_ONLY=yes"})
+	h, err := s.Ping(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kernel is a warm one: it runs with the pool's own environment, in the working
+	// directory the session asked for.
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", h.PID)); err != nil || !strings.Contains(string(b), "PADDOCK_POOL_ONLY=1") {
+		t.Fatalf("the session's kernel is not a warm one: %q, %v", b, err)
+	}
+	if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", h.PID)); err != nil || cwd != spec.Cwd {
+		t.Errorf("the kernel runs in %q, want %q (%v)", cwd, spec.Cwd, err)
+	}
+	res, err := s.Bash(ctx, `pwd; env`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := res.Steps[0].Stdout.Text + res.Steps[1].Stdout.Text
+	if want := spec.Cwd + "\n"; res.Steps[0].Stdout.Text != want {
+		t.Errorf("pwd %q, want %q", res.Steps[0].Stdout.Text, want)
+	}
+	if !strings.Contains(out, "PADDOCK_SESSION_ONLY=yes") || strings.Contains(out, "PADDOCK_POOL_ONLY") {
+		t.Errorf("the session's commands see:\n%s", out)
+	}
+}
+
+// law: pool_close_removes — closing the pool ends every warm kernel it held; a claimed one
+// is the session's and goes on.
+func TestCloseEndsWarmKernels(t *testing.T) {
+	tr := &recordingTransport{}
+	p := pool.New(pool.Config{Transport: tr, Size: 3})
+	spec := transport.Spec{Kernel: kernelBinary(t), Cwd: t.TempDir()}
+	p.Warm(spec)
+	waitReady(t, p, spec, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: spec.Cwd, Transport: p, Kernel: spec.Kernel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Every kernel started but the claimed one has ended by the time Close returns.
+	if started, ended := tr.counts(); ended != started-1 || started < 3 {
+		t.Errorf("after Close %d of %d kernels ended, want all but the claimed one", ended, started)
+	}
+	if _, err := s.Ping(ctx); err != nil {
+		t.Errorf("the claimed kernel ended with the pool: %v", err)
+	}
+	if _, err := p.Start(ctx, spec); !errors.Is(err, pool.ErrClosed) {
+		t.Errorf("Start on a closed pool: %v", err)
+	}
+}
+
+// recordingTransport counts the kernels it started and those that ended.
+type recordingTransport struct {
+	local.Transport
+	mu             sync.Mutex
+	started, ended int
+}
+
+func (r *recordingTransport) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	k, err := r.Transport.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.started++
+	r.mu.Unlock()
+	return &recordedKernel{Kernel: k, r: r}, nil
+}
+
+func (r *recordingTransport) counts() (started, ended int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.started, r.ended
+}
+
+type recordedKernel struct {
+	transport.Kernel
+	r *recordingTransport
+}
+
+func (k *recordedKernel) Wait() error {
+	err := k.Kernel.Wait()
+	k.r.mu.Lock()
+	k.r.ended++
+	k.r.mu.Unlock()
+	return err
+}
