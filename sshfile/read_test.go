@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/sshfile"
 	"github.com/paddockhq/paddock/transport/ssh"
 	"github.com/paddockhq/paddock/transport/ssh/sshtest"
@@ -254,5 +255,36 @@ func TestReadBudgetAfterCap(t *testing.T) {
 	}
 	if !res.Partial || res.Text != string(body[:1000]) || res.Bytes != int64(size) || res.Dropped != int64(size-1000) {
 		t.Fatalf("partial %v, kept %d, bytes %d, dropped %d", res.Partial, len(res.Text), res.Bytes, res.Dropped)
+	}
+}
+
+// ssh.hosts comes from the global settings only: a project's settings listing a host do
+// not open it to reads.
+func TestHostsFromGlobalSettingsOnly(t *testing.T) {
+	srv := sshtest.Start(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f.txt"), []byte("x"), 0o644)
+	project := t.TempDir()
+	os.MkdirAll(filepath.Join(project, ".paddock"), 0o755)
+	os.WriteFile(filepath.Join(project, ".paddock", "settings.yaml"), []byte("ssh:\n  hosts: [box]\n"), 0o644)
+	global := filepath.Join(t.TempDir(), "settings.yaml")
+	os.WriteFile(global, []byte("output:\n  bytes: 100\n"), 0o644)
+
+	l, err := config.Load(config.Options{GlobalFile: global, Workspace: project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reader(t, srv)
+	r.Hosts = l.Settings.SSH.Hosts
+	_, err = r.Read(context.Background(), "ssh://box"+dir+"/f.txt")
+	wantCode(t, err, sshfile.NotAllowed)
+
+	os.WriteFile(global, []byte("ssh:\n  hosts: [box]\n"), 0o644)
+	if l, err = config.Load(config.Options{GlobalFile: global, Workspace: project}); err != nil {
+		t.Fatal(err)
+	}
+	r.Hosts = l.Settings.SSH.Hosts
+	if res, err := r.Read(context.Background(), "ssh://box"+dir+"/f.txt"); err != nil || res.Text != "x" {
+		t.Fatalf("a host in the global ssh.hosts: %+v %v", res, err)
 	}
 }
