@@ -12,11 +12,14 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -155,7 +158,7 @@ type handback struct {
 	dir, parent, base, copy string
 	m                       *manifest
 	index                   map[string]int // path -> record
-	ignored                 int
+	ignored                 atomic.Int64
 	dirs                    map[string]bool // parent paths known to be directories
 }
 
@@ -180,6 +183,13 @@ func (h *handback) lstatParent(p string) (facts, Kind, error) {
 
 func join(root, rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }
 
+// copyState is what the copy holds: at each listed path (by record), and at new ones.
+type copyState struct {
+	listed []childEntry // by record; each written by one walker
+	mu     sync.Mutex
+	added  map[string]Kind // guarded by mu
+}
+
 // childEntry is what the copy holds at a path.
 type childEntry struct {
 	kind  Kind
@@ -190,21 +200,24 @@ type childEntry struct {
 // ancestors, and of the parent's entries in directories the child removes or replaces.
 // It reads a file only where its stat facts differ from the manifest's.
 func (h *handback) gather(ctx context.Context) ([]PathFacts, error) {
-	child := make(map[string]childEntry, len(h.m.records))
-	if err := h.walkCopy(ctx, child); err != nil {
+	cs := &copyState{listed: make([]childEntry, len(h.m.records)), added: map[string]Kind{}}
+	if err := h.walkCopy(ctx, cs); err != nil {
 		return nil, err
 	}
+	childKind := func(p string) Kind {
+		if i, ok := h.index[p]; ok {
+			return cs.listed[i].kind
+		}
+		return cs.added[p]
+	}
 	var changed []string
-	for _, r := range h.m.records {
-		c := child[r.Path]
-		if h.childChanged(&r, c) {
-			changed = append(changed, r.Path)
+	for i := range h.m.records {
+		if h.childChanged(&h.m.records[i], cs.listed[i]) {
+			changed = append(changed, h.m.records[i].Path)
 		}
 	}
-	for p, c := range child {
-		if _, ok := h.index[p]; !ok && c.kind != Absent {
-			changed = append(changed, p)
-		}
+	for p := range cs.added {
+		changed = append(changed, p)
 	}
 	slices.SortFunc(changed, comparePaths)
 
@@ -215,7 +228,7 @@ func (h *handback) gather(ctx context.Context) ([]PathFacts, error) {
 			f.ChildChanged = f.ChildChanged || childChanged
 			return f, nil
 		}
-		f := &PathFacts{Path: p, Child: child[p].kind, ChildChanged: childChanged}
+		f := &PathFacts{Path: p, Child: childKind(p), ChildChanged: childChanged}
 		var rec *record
 		if i, ok := h.index[p]; ok {
 			rec = &h.m.records[i]
@@ -319,7 +332,11 @@ func (h *handback) childChanged(r *record, c childEntry) bool {
 
 // walkCopy records what the copy holds: every path of the manifest, and every new path the
 // ignore rules (the recorded ones and the copy's own .gitignore files) do not leave out.
-func (h *handback) walkCopy(ctx context.Context, child map[string]childEntry) error {
+func (h *handback) walkCopy(ctx context.Context, cs *copyState) error {
+	// Directories are walked in parallel: a goroutine per directory while the limit allows,
+	// else in the walking goroutine itself.
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(4 * runtime.GOMAXPROCS(0))
 	var walk func(rel string, elems []string, ps []gitignore.Pattern) error
 	walk = func(rel string, elems []string, ps []gitignore.Pattern) error {
 		if err := ctx.Err(); err != nil {
@@ -351,43 +368,50 @@ func (h *handback) walkCopy(ctx context.Context, child map[string]childEntry) er
 			if name == ".git" {
 				continue
 			}
-			sub := path.Join(rel, name)
-			subElems := append(slices.Clip(elems), name)
-			var e childEntry
-			if _, listed := h.index[sub]; listed {
+			sub := name
+			if rel != "" {
+				sub = rel + "/" + name
+			}
+			var kind Kind
+			if i, listed := h.index[sub]; listed {
 				var st unix.Stat_t
 				if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 					return &pathError{op: "lstat", path: join(h.copy, sub), err: err}
 				}
+				e := &cs.listed[i]
 				e.facts = factsOf(&st)
 				e.kind = kindOfMode(e.facts.Mode)
+				kind = e.kind
 			} else {
-				e.kind = kindOf(de.Type())
-				if e.kind == Absent {
-					h.ignored++ // a fifo, socket or device: never handed back
+				kind = kindOf(de.Type())
+				if kind == Absent {
+					h.ignored.Add(1) // a fifo, socket or device: never handed back
 					continue
 				}
 				if m == nil {
 					m = gitignore.NewMatcher(ps)
 				}
-				if m.Match(subElems, e.kind == Dir) {
-					h.ignored++
+				if m.Match(append(slices.Clip(elems), name), kind == Dir) {
+					h.ignored.Add(1)
 					continue
 				}
+				cs.mu.Lock()
+				cs.added[sub] = kind
+				cs.mu.Unlock()
 			}
-			if e.kind == Absent {
-				continue
-			}
-			child[sub] = e
-			if e.kind == Dir {
-				if err := walk(sub, subElems, ps); err != nil {
-					return err
+			if kind == Dir {
+				subElems := append(slices.Clip(elems), name)
+				if !g.TryGo(func() error { return walk(sub, subElems, ps) }) {
+					if err := walk(sub, subElems, ps); err != nil {
+						return err
+					}
 				}
 			}
 		}
 		return nil
 	}
-	return walk("", slices.Clone(h.m.Prefix), h.m.patterns())
+	g.Go(func() error { return walk("", slices.Clone(h.m.Prefix), h.m.patterns()) })
+	return g.Wait()
 }
 
 // equalEntries compares the contents of two entries of kind k: a file's permission bits
@@ -618,7 +642,7 @@ func (h *handback) report(facts []PathFacts, steps []Step) *Report {
 	slices.SortFunc(rep.Conflicts, func(a, b ConflictedPath) int { return comparePaths(a.Path, b.Path) })
 	rep.Counts = Counts{
 		Listed: len(h.m.records), Taken: len(rep.Taken), Conflicts: len(rep.Conflicts),
-		Changed: len(rep.Taken) + len(rep.Conflicts), Ignored: h.ignored,
+		Changed: len(rep.Taken) + len(rep.Conflicts), Ignored: int(h.ignored.Load()),
 	}
 	return rep
 }

@@ -188,19 +188,33 @@ func parseRecord(b []byte) (record, error) {
 	var nums [10]int64
 	for i := range nums {
 		sp := bytes.IndexByte(b, ' ')
-		if sp < 0 {
+		if sp <= 0 {
 			return r, fmt.Errorf("short manifest record")
 		}
-		n, err := strconv.ParseInt(string(b[:sp]), 10, 64)
-		if err != nil {
-			// inode numbers can exceed int64
-			u, uerr := strconv.ParseUint(string(b[:sp]), 10, 64)
-			if uerr != nil {
-				return r, err
-			}
-			n = int64(u)
+		neg := b[0] == '-'
+		digits := b[:sp]
+		if neg {
+			digits = digits[1:]
 		}
-		nums[i] = n
+		if len(digits) == 0 || len(digits) > 20 {
+			return r, fmt.Errorf("bad manifest number %q", b[:sp])
+		}
+		var n uint64
+		for _, c := range digits {
+			if c < '0' || c > '9' {
+				return r, fmt.Errorf("bad manifest number %q", b[:sp])
+			}
+			d := uint64(c - '0')
+			if n > (^uint64(0)-d)/10 {
+				return r, fmt.Errorf("manifest number %q out of range", b[:sp])
+			}
+			n = n*10 + d
+		}
+		if neg {
+			nums[i] = -int64(n)
+		} else {
+			nums[i] = int64(n) // inode numbers above 1<<63 wrap and come back as written
+		}
 		b = b[sp+1:]
 	}
 	if !validRel(string(b)) {
