@@ -34,7 +34,8 @@ func (e *requestError) Error() string { return e.msg }
 func (e *requestError) Code() string  { return e.code }
 
 // Handler serves one type of host request. Its result is the reply's body; an error is the
-// reply's error, with the code of a Coded error (else "failed").
+// reply's error, with the code of a Coded error (else "failed"). The request's Body is
+// valid until the handler returns.
 type Handler func(ctx context.Context, req HostRequest) (any, error)
 
 // Coded is an error with a stable code for the agent.
@@ -51,8 +52,7 @@ type Gate struct {
 	Handlers map[string]Handler
 	// Reply writes one frame to the kernel.
 	Reply func(*wire.Frame) error
-	// Route takes a reply or stream frame. Oversize is set for a reply over the limit,
-	// which is not decoded.
+	// Route takes a reply or stream frame; the line is valid until Route returns.
 	Route func(h wire.Head, line wire.Line)
 	Log   *slog.Logger
 
@@ -111,6 +111,7 @@ func (g *Gate) read(r *wire.Reader, queue chan<- item) error {
 		}
 		switch adm.Action {
 		case Fault:
+			line.Release()
 			var pf *wire.ProtocolFault
 			if !errors.As(facts.HeadErr, &pf) {
 				pf = &wire.ProtocolFault{Reason: facts.HeadErr.Error()}
@@ -123,7 +124,9 @@ func (g *Gate) read(r *wire.Reader, queue chan<- item) error {
 			queue <- item{adm: adm, head: facts.Head, line: line}
 		case Route:
 			g.Route(facts.Head, line)
+			line.Release()
 		case Drop:
+			line.Release()
 			if adm.Code != "" && g.Log != nil {
 				g.Log.Warn("frame dropped", "event", facts.Head.Event, "id", facts.Head.ID, "code", adm.Code, "size", line.Size)
 			}
@@ -140,6 +143,7 @@ func (g *Gate) answer(ctx context.Context, it item) {
 	} else {
 		reply = g.serve(ctx, it)
 	}
+	it.line.Release()
 	if err := g.Reply(reply); err != nil && g.Log != nil {
 		g.Log.Warn("reply not written", "id", id, "err", err)
 	}

@@ -3,6 +3,8 @@ package wire
 import (
 	"bytes"
 	"io"
+	"sync"
+	"sync/atomic"
 )
 
 // ProtocolFault is a line that cannot be answered: not UTF-8, not a frame, or over the limit
@@ -21,6 +23,33 @@ type Line struct {
 	Head []byte
 	// Size is the line's length in bytes, newline excluded, whether read or dropped.
 	Size int64
+
+	blk *block // the block Bytes lies in, when it may be recycled
+}
+
+// Release says the line's bytes are no longer used: once every line of its block is
+// released, the Reader may read into the block again. Call it at most once; a line never
+// released costs only its share of garbage.
+func (l Line) Release() {
+	if l.blk != nil {
+		l.blk.release()
+	}
+}
+
+// block is a chunk of memory lines are cut from. refs counts its lines not yet released,
+// plus one while it is the Reader's current block; at zero it goes back to the pool.
+type block struct {
+	buf  []byte
+	refs atomic.Int32
+}
+
+// blocks recycles chunk-sized blocks; a Reader takes them, released lines return them.
+var blocks = sync.Pool{New: func() any { return &block{buf: make([]byte, chunk)} }}
+
+func (b *block) release() {
+	if b.refs.Add(-1) == 0 && len(b.buf) == chunk {
+		blocks.Put(b)
+	}
 }
 
 // Oversize reports whether the line was over MaxLine and so only its head was kept.
@@ -36,9 +65,10 @@ func (l Line) Oversize() bool { return l.Bytes == nil }
 type Reader struct {
 	r          io.Reader
 	max        int
-	buf        []byte // the current chunk; buf[start:end] is read and not yet returned
+	blk        *block // the current block
+	buf        []byte // blk.buf; buf[start:end] is read and not yet returned
 	start, end int
-	err        error // the reader's error, returned once the chunk is used up
+	err        error // the reader's error, returned once the block is used up
 }
 
 // chunk is the size of a fresh chunk.
@@ -65,7 +95,7 @@ func (r *Reader) Next() (Line, error) {
 			if n > r.max {
 				return Line{Head: bytes.Clone(line[:min(MaxHead, r.max)]), Size: int64(n)}, nil
 			}
-			return Line{Bytes: line, Head: line[:min(n, MaxHead)], Size: int64(n)}, nil
+			return r.cut(line), nil
 		}
 		scanned = r.end - r.start
 		if r.err != nil {
@@ -77,7 +107,7 @@ func (r *Reader) Next() (Line, error) {
 			if scanned > r.max {
 				return Line{Head: bytes.Clone(line[:min(MaxHead, r.max)]), Size: int64(scanned)}, nil
 			}
-			return Line{Bytes: line, Head: line[:min(scanned, MaxHead)], Size: int64(scanned)}, nil
+			return r.cut(line), nil
 		}
 		if scanned > r.max {
 			return r.drop()
@@ -86,17 +116,32 @@ func (r *Reader) Next() (Line, error) {
 	}
 }
 
-// fill reads more into the chunk, first moving the partial line of `partial` bytes to a
-// fresh chunk when the current one is full.
+// cut hands out a line of the current block.
+func (r *Reader) cut(line []byte) Line {
+	r.blk.refs.Add(1)
+	return Line{Bytes: line, Head: line[:min(len(line), MaxHead)], Size: int64(len(line)), blk: r.blk}
+}
+
+// fill reads more into the block, first moving the partial line of `partial` bytes to a
+// fresh block when the current one is full.
 func (r *Reader) fill(partial int) {
 	if r.end == len(r.buf) {
 		size := max(chunk, 2*partial)
 		if partial >= r.max {
 			size = r.max + 1
 		}
-		fresh := make([]byte, size)
-		copy(fresh, r.buf[r.start:r.end])
-		r.buf, r.start, r.end = fresh, 0, partial
+		var fresh *block
+		if size == chunk {
+			fresh = blocks.Get().(*block)
+		} else {
+			fresh = &block{buf: make([]byte, size)}
+		}
+		fresh.refs.Store(1)
+		copy(fresh.buf, r.buf[r.start:r.end])
+		if r.blk != nil {
+			r.blk.release()
+		}
+		r.blk, r.buf, r.start, r.end = fresh, fresh.buf, 0, partial
 	}
 	n, err := r.r.Read(r.buf[r.end:])
 	r.end += n
@@ -111,7 +156,7 @@ func (r *Reader) fill(partial int) {
 func (r *Reader) drop() (Line, error) {
 	head := bytes.Clone(r.buf[r.start : r.start+min(MaxHead, r.max)])
 	size := int64(0)
-	var scratch []byte
+	var scratch *block
 	for {
 		if i := bytes.IndexByte(r.buf[r.start:r.end], '\n'); i >= 0 {
 			size += int64(i)
@@ -124,10 +169,15 @@ func (r *Reader) drop() (Line, error) {
 			return Line{Head: head, Size: size}, nil
 		}
 		if scratch == nil {
-			scratch = make([]byte, chunk)
+			scratch = blocks.Get().(*block)
+			scratch.refs.Store(1)
+			if r.blk != nil {
+				r.blk.release()
+			}
+			r.blk = scratch
 		}
-		n, err := r.r.Read(scratch)
-		r.buf, r.start, r.end = scratch, 0, n
+		n, err := r.r.Read(scratch.buf)
+		r.buf, r.start, r.end = scratch.buf, 0, n
 		if err != nil {
 			r.err = err
 		}

@@ -223,3 +223,41 @@ func TestMember(t *testing.T) {
 		t.Fatal("Member read past another member")
 	}
 }
+
+// A line not yet released keeps its bytes, however many lines are read and released after
+// it: blocks are recycled only once every line cut from them was released.
+func TestReleasedBlocksNeverOverwriteHeldLines(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := 0; round < 50; round++ {
+		var in []byte
+		var want []string
+		for j := 0; j < 400; j++ {
+			l := bytes.Repeat([]byte{'a' + byte(rng.IntN(26))}, rng.IntN(3000))
+			want = append(want, string(l))
+			in = append(append(in, l...), '\n')
+		}
+		r := NewReaderSize(iotest.HalfReader(bytes.NewReader(in)), 5000)
+		var held []Line
+		var heldWant []string
+		for k := 0; ; k++ {
+			l, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rng.IntN(5) == 0 {
+				held, heldWant = append(held, l), append(heldWant, want[k])
+			} else {
+				l.Release()
+			}
+		}
+		for i, l := range held {
+			if string(l.Bytes) != heldWant[i] {
+				t.Fatalf("round %d: a held line was overwritten", round)
+			}
+			l.Release()
+		}
+	}
+}
