@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"sync/atomic"
 	"testing"
 )
 
@@ -24,13 +25,14 @@ func TestHandbackCrash(t *testing.T) {
 	sc := crashScenario
 	// The uncut run, counting its points.
 	parent, dir := ws(t, sc.base, sc.parent, sc.child)
-	points := 0
-	hook = func(string) { points++ }
+	var count atomic.Int64
+	hook = func(string) { count.Add(1) }
 	want, err := Handback(context.Background(), dir)
 	hook = nil
 	if err != nil {
 		t.Fatal(err)
 	}
+	points := int(count.Load())
 	wantTree, wantSaved := readTree(t, parent), readTree(t, filepath.Join(dir, ConflictsDir))
 	norm := func(r *Report) Report { c := *r; c.Parent, c.Dir = "", ""; return c }
 	if points < 20 || len(want.Conflicts) < 4 {

@@ -65,7 +65,8 @@ type Counts struct {
 // compared counts content comparisons, for the test that unchanged files are not read.
 var compared atomic.Int64
 
-// hook, when set (by tests), is called after every change to the disk a hand-back makes.
+// hook, when set (by tests), is called after every change to the disk a hand-back makes,
+// from several goroutines at once.
 var hook func(what string)
 
 func step(what string) {
@@ -126,13 +127,38 @@ func merge(ctx context.Context, dir string) (*Report, error) {
 			break
 		}
 	}
+	// Steps that make or remove directories, or swap an entry for one of another kind, run
+	// one by one in the plan's order; then the files and symlinks, each in a directory that
+	// is there by then, run in parallel: any subset of them done before a crash is a state
+	// the rerun's plan reaches the same end from.
+	var leaves []Step
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if (s.Action == Take && s.Parent != Dir || s.Action == Conflict) && (s.Child == File || s.Child == Symlink) {
+			leaves = append(leaves, s)
+			continue
+		}
 		if err := h.do(s); err != nil {
 			return nil, fmt.Errorf("hand-back %s: %w", s.Path, err)
 		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4 * runtime.GOMAXPROCS(0))
+	for _, s := range leaves {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			if err := h.do(s); err != nil {
+				return fmt.Errorf("hand-back %s: %w", s.Path, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	rep := h.report(facts, steps)
 	if err := writeReport(dir, rep); err != nil {

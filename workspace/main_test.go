@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 )
@@ -37,10 +38,9 @@ func TestMain(m *testing.M) {
 
 func helper(dir string) int {
 	killAt, _ := strconv.Atoi(os.Getenv(killAtEnv))
-	n := 0
+	var n atomic.Int64
 	hook = func(string) {
-		n++
-		if n == killAt {
+		if int(n.Add(1)) == killAt {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal lands before anything else runs
 		}
