@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/docker"
 	"github.com/paddockhq/paddock/transport/environ"
 	"github.com/paddockhq/paddock/transport/pathmap"
@@ -72,6 +74,26 @@ func BenchmarkDockerSessionReady(b *testing.B) {
 	}
 }
 
+// BenchmarkDockerKernelReady is the transport alone: the container started, the kernel
+// answered ping, no session around it.
+func BenchmarkDockerKernelReady(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		k, err := e.tr.Start(ctx, transport.Spec{Session: "bench", Kernel: e.kernel, Cwd: "/work", PathMap: e.pm})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := newClient(k).ping(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		k.Kill()
+		b.StartTimer()
+	}
+}
+
 func BenchmarkDockerRunTrue(b *testing.B) {
 	e := newBenchEnv(b)
 	args := append(append([]string{"run", "--rm"}, e.mountFlags()...), e.img, "true")
@@ -106,4 +128,58 @@ func BenchmarkDockerExecTrue(b *testing.B) {
 			b.Fatalf("docker exec: %v: %s", err, out)
 		}
 	}
+}
+
+// BenchmarkDockerReadyVsRun interleaves a cold session (ready when the kernel answered ping)
+// and `docker run --rm IMG true`, one of each per iteration, so that both meet the same
+// load; it reports each one's mean and their ratio (goal: ratio ≤ 1.2).
+func BenchmarkDockerReadyVsRun(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	args := append(append([]string{"run", "--rm"}, e.mountFlags()...), e.img, "true")
+	var ready, run time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		s := e.open(b, ctx)
+		ready += time.Since(t0)
+		s.Close()
+		t0 = time.Now()
+		if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
+			b.Fatalf("docker run: %v: %s", err, out)
+		}
+		run += time.Since(t0)
+	}
+	b.ReportMetric(float64(ready.Milliseconds())/float64(b.N), "ready-ms/op")
+	b.ReportMetric(float64(run.Milliseconds())/float64(b.N), "run-ms/op")
+	b.ReportMetric(float64(ready)/float64(run), "ready/run")
+}
+
+// BenchmarkDockerStepVsExec interleaves a `true` step in an open session and
+// `docker exec BOX true` on the same image; it reports each one's mean and how many times
+// faster the step is (goal: ≥ 20).
+func BenchmarkDockerStepVsExec(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	s := e.open(b, ctx)
+	b.Cleanup(func() { s.Close() })
+	box := longLived(b, e.tr.Client, e.img, e.kernel, e.ws)
+	var step, ex time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		res, err := s.Bash(ctx, "true")
+		if err != nil || res.End.Status != 0 {
+			b.Fatalf("true: %v %v", res, err)
+		}
+		step += time.Since(t0)
+		t0 = time.Now()
+		if out, err := exec.Command("docker", "exec", box, "true").CombinedOutput(); err != nil {
+			b.Fatalf("docker exec: %v: %s", err, out)
+		}
+		ex += time.Since(t0)
+	}
+	b.ReportMetric(float64(step.Microseconds())/float64(b.N), "step-µs/op")
+	b.ReportMetric(float64(ex.Microseconds())/float64(b.N), "exec-µs/op")
+	b.ReportMetric(float64(ex)/float64(step), "exec/step")
 }

@@ -93,6 +93,7 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	if err != nil {
 		return nil, err
 	}
+	t0 := time.Now()
 	created, err := t.Client.ContainerCreate(ctx, p.config, p.host, nil, nil, p.name)
 	if err != nil {
 		return nil, fmt.Errorf("docker: create the kernel's container: %w", err)
@@ -104,6 +105,7 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 			t.remove(id)
 		}
 	}()
+	t1 := time.Now()
 	att, err := t.Client.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
 		return nil, fmt.Errorf("docker: attach to the kernel's container: %w", err)
@@ -113,6 +115,7 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 		return nil, fmt.Errorf("docker: start the kernel's container: %w", err)
 	}
 	ok = true
+	t.log().Debug("kernel container started", "container", id, "create", t1.Sub(t0), "start", time.Since(t1))
 	stderr := t.Stderr
 	if stderr == nil {
 		stderr = io.Discard
