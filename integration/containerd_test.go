@@ -25,13 +25,29 @@ import (
 // test starts itself from Debian's containerd package with its own state directory and
 // socket, stopped at the test's end. Without any, it skips.
 func containerdDaemon(t testing.TB) *cdclient.Client {
+	c, _ := containerdAt(t)
+	return c
+}
+
+// containerdAt is containerdDaemon, with the daemon's address.
+func containerdAt(t testing.TB) (*cdclient.Client, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := containerd.Connect(ctx, os.Getenv("PADDOCK_CONTAINERD_ADDRESS"))
-	if err == nil {
-		t.Cleanup(func() { c.Close() })
-		return c
+	addrs := containerd.Sockets
+	if a := os.Getenv("PADDOCK_CONTAINERD_ADDRESS"); a != "" {
+		addrs = []string{a}
+	}
+	var err error
+	for _, a := range addrs {
+		if _, err = os.Stat(a); err != nil {
+			continue
+		}
+		var c *cdclient.Client
+		if c, err = containerd.Connect(ctx, a); err == nil {
+			t.Cleanup(func() { c.Close() })
+			return c, a
+		}
 	}
 	bin, lerr := exec.LookPath("containerd")
 	if lerr != nil || os.Geteuid() != 0 {
@@ -41,7 +57,7 @@ func containerdDaemon(t testing.TB) *cdclient.Client {
 }
 
 // startContainerd starts a containerd of the test's own and waits until it serves.
-func startContainerd(t testing.TB, bin string) *cdclient.Client {
+func startContainerd(t testing.TB, bin string) (*cdclient.Client, string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("/var/tmp", "paddock-containerd-")
 	if err != nil {
@@ -77,7 +93,7 @@ func startContainerd(t testing.TB, bin string) *cdclient.Client {
 		cancel()
 		if err == nil {
 			t.Cleanup(func() { c.Close() })
-			return c
+			return c, sock
 		}
 		if time.Now().After(deadline) {
 			needPeer(t, "the containerd started does not serve: %v", err)

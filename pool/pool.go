@@ -68,9 +68,7 @@ type Pool struct {
 	cfg  Config
 	id   string
 	log  *slog.Logger
-	life context.Context // ends with Close: the fillers' lifetime
-	stop context.CancelFunc
-	wg   sync.WaitGroup // the fillers
+	wg sync.WaitGroup // the fillers
 
 	mu      sync.Mutex
 	buckets map[string]*bucket // guarded by mu; by Key
@@ -103,7 +101,6 @@ func New(cfg Config) *Pool {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	p := &Pool{cfg: cfg, id: hex.EncodeToString(b[:]), log: log, buckets: map[string]*bucket{}}
-	p.life, p.stop = context.WithCancel(context.Background())
 	return p
 }
 
@@ -248,11 +245,10 @@ func (p *Pool) Close() error {
 		b.signal()
 	}
 	p.mu.Unlock()
-	p.stop()
 	var g errgroup.Group
 	g.SetLimit(8)
 	for _, k := range held {
-		g.Go(k.inner.Kill)
+		g.Go(k.end)
 	}
 	err := g.Wait()
 	p.wg.Wait()
@@ -319,7 +315,9 @@ func (p *Pool) refill(b *bucket) {
 // fill starts one warm kernel for b and adds it to the ready ones.
 func (p *Pool) fill(b *bucket) {
 	defer p.wg.Done()
-	ctx, cancel := context.WithTimeout(p.life, p.cfg.ReadyTimeout)
+	// A start in flight is not cancelled by Close, which waits for it and removes what it
+	// made: cancelled midway, a backend may not learn the id of what it created.
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ReadyTimeout)
 	k, err := p.startWarm(ctx, b.spec)
 	cancel()
 	p.mu.Lock()
@@ -334,7 +332,9 @@ func (p *Pool) fill(b *bucket) {
 		return
 	}
 	if p.closed {
-		go k.inner.Kill()
+		p.mu.Unlock()
+		k.end()
+		p.mu.Lock()
 		return
 	}
 	b.failures = 0
@@ -420,6 +420,13 @@ type kernel struct {
 	stdout io.Reader
 	done   chan struct{} // closed when inner.Wait returned
 	err    error         // set before done closes
+}
+
+// end kills the kernel and waits until it has ended.
+func (k *kernel) end() error {
+	err := k.inner.Kill()
+	<-k.done
+	return err
 }
 
 func (k *kernel) alive() bool {
