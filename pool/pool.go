@@ -65,10 +65,10 @@ const DefaultParallel = 4
 
 // Pool keeps warm kernels for the transport it wraps.
 type Pool struct {
-	cfg  Config
-	id   string
-	log  *slog.Logger
-	wg sync.WaitGroup // the fillers
+	cfg Config
+	id  string
+	log *slog.Logger
+	wg  sync.WaitGroup // the fillers
 
 	mu      sync.Mutex
 	buckets map[string]*bucket // guarded by mu; by Key
