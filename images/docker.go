@@ -36,6 +36,7 @@ type Engine interface {
 	ImageBuild(ctx context.Context, buildContext io.Reader, options build.ImageBuildOptions) (build.ImageBuildResponse, error)
 	ImageInspect(ctx context.Context, imageID string, inspectOpts ...client.ImageInspectOption) (image.InspectResponse, error)
 	ImageRemove(ctx context.Context, imageID string, options image.RemoveOptions) ([]image.DeleteResponse, error)
+	ImageLoad(ctx context.Context, input io.Reader, loadOpts ...client.ImageLoadOption) (image.LoadResponse, error)
 }
 
 var _ Engine = (*client.Client)(nil)
@@ -137,6 +138,41 @@ func Build(ctx context.Context, e Engine, o BuildOptions) (string, error) {
 		return "", fmt.Errorf("images: build %s: %w", o.Ref, err)
 	}
 	return o.Ref, nil
+}
+
+// Load loads an image archive (what `docker save` writes, or an OCI image layout as a tar)
+// into the engine, and returns the references it loaded.
+func Load(ctx context.Context, e Engine, archive io.Reader) ([]string, error) {
+	resp, err := e.ImageLoad(ctx, archive, client.ImageLoadWithQuiet(true))
+	if err != nil {
+		return nil, fmt.Errorf("images: load: %w", err)
+	}
+	defer resp.Body.Close()
+	var refs []string
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var m struct {
+			Stream string `json:"stream"`
+			Error  string `json:"error"`
+		}
+		if err := dec.Decode(&m); err == io.EOF {
+			break
+		} else if err != nil {
+			return refs, fmt.Errorf("images: load: %w", err)
+		}
+		if m.Error != "" {
+			return refs, fmt.Errorf("images: load: %s", m.Error)
+		}
+		for _, prefix := range []string{"Loaded image: ", "Loaded image ID: "} {
+			if r, ok := strings.CutPrefix(strings.TrimSpace(m.Stream), prefix); ok {
+				refs = append(refs, r)
+			}
+		}
+	}
+	if len(refs) == 0 {
+		return nil, errors.New("images: load: the archive held no image")
+	}
+	return refs, nil
 }
 
 // Remove removes an image Paddock made.

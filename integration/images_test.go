@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -103,6 +104,34 @@ func TestImageFromRootfsAndDockerfile(t *testing.T) {
 	}
 	if got := listDir(t, cli, ref, "/"); got["bin"] != wire.TypeSymlink || got["usr"] != wire.TypeDir {
 		t.Errorf("/ of the rootfs image: %v", got)
+	}
+
+	// Saved, removed and loaded back from its archive, it is the same image.
+	before, err := cli.ImageInspect(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := cli.ImageSave(ctx, []string{ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := images.Remove(ctx, cli, ref); err != nil {
+		t.Fatal(err)
+	}
+	refs, err := images.Load(ctx, cli, bytes.NewReader(archive))
+	if err != nil || !slices.Contains(refs, ref) {
+		t.Fatalf("load: %v, %v; want %s", refs, err, ref)
+	}
+	if after, err := cli.ImageInspect(ctx, ref); err != nil || after.ID != before.ID {
+		t.Fatalf("the loaded image is %v, %v; want %s", after.ID, err, before.ID)
+	}
+	if _, err := images.Load(ctx, cli, strings.NewReader("not an archive")); err == nil {
+		t.Errorf("a load of a non-archive succeeded")
 	}
 
 	bctx := t.TempDir()
