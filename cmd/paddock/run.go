@@ -34,13 +34,14 @@ func newRunCmd() *cobra.Command {
 		tf        transportFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "run [--workspace DIR] [--json] -- SCRIPT",
+		Use:   "run [--workspace DIR] [--json] [--host unix://PATH] -- SCRIPT",
 		Short: "Run a shell script in a sandbox, step by step",
 		Long: `Run opens a session in the workspace (the current directory unless --workspace names
 one), runs the script through the session's kernel and prints each step's output as it comes,
 then how the script ended. Each step is classified by the policy; a step outside the auto set
 asks the terminal (when standard input is one) and is refused as unanswered otherwise. The exit
-status is the script's (126 when a step was refused).`,
+status is the script's (126 when a step was refused). With --host unix://PATH (or
+PADDOCK_HOST) the session is opened in that daemon instead, with the same flags.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if workspace == "" {
@@ -53,6 +54,9 @@ status is the script's (126 when a step was refused).`,
 			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if host := daemonHost(cmd.Flags()); host != "" {
+				return runHosted(ctx, cmd, host, workspace, args[0], asJSON)
+			}
 			l, err := loadSettings(workspace, cmd.Flags(), withKeys(runKeys, transportKeys), errOut)
 			if err != nil {
 				return err

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/paddockhq/paddock/client"
+	"github.com/paddockhq/paddock/daemon"
+	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/prompt"
+)
+
+func init() { commands = append(commands, newAttachCmd) }
+
+// hostFlag registers --host on a command that talks to a daemon.
+func hostFlag(fs *pflag.FlagSet, host *string) {
+	fs.StringVar(host, "host", "", "the daemon: unix:///path/to/paddock.sock (default: $PADDOCK_HOST, else the default socket)")
+}
+
+// dial returns a client of the daemon named by --host, PADDOCK_HOST, or the default socket.
+func dial(host string) (*client.Client, error) {
+	h := client.FromEnv(host)
+	if h == "" {
+		h = "unix://" + daemon.DefaultSocket()
+	}
+	return client.New(h)
+}
+
+func newAttachCmd() *cobra.Command {
+	var host string
+	var watch bool
+	cmd := &cobra.Command{
+		Use:   "attach SESSION [--host unix://PATH] [--watch]",
+		Short: "Attach the terminal to a daemon's session: its questions and its output",
+		Long: `Attach shows a session's output as its steps produce it, and asks each question its steps
+(and its subagents' steps) raise: the step exactly as it runs, control and bidirectional
+characters escaped, and the subagent's name. Enter alone answers no. With --watch the terminal
+only watches: questions do not come to it. Attach ends when the session closes, or when the
+input ends.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := dial(host)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return attach(ctx, c, args[0], cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), watch)
+		},
+	}
+	hostFlag(cmd.Flags(), &host)
+	cmd.Flags().BoolVar(&watch, "watch", false, "only watch: output and job ends, no questions")
+	return cmd
+}
+
+// attach runs the terminal client of a session until it closes, ctx ends, or (when it
+// answers questions) the input ends.
+func attach(ctx context.Context, c *client.Client, id string, in io.Reader, out, errOut io.Writer, watch bool) error {
+	kind := api.StreamInteractive
+	if watch {
+		kind = api.StreamWatch
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := c.Events(ctx, id, kind)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	fmt.Fprintf(errOut, "paddock: attached to session %s\n", id)
+	var term *prompt.Terminal
+	inputDone := make(chan error, 1)
+	if !watch {
+		term = prompt.New(in, errOut, func(q string, a orchestrator.Answer) error {
+			return c.Answer(ctx, id, q, api.AnswerRequest{Approve: a.Approve, ForSession: a.ForSession, Client: "attach"})
+		})
+		go func() { inputDone <- term.Run(ctx) }()
+	}
+	events := make(chan api.Event)
+	streamDone := make(chan error, 1)
+	go func() {
+		defer close(events)
+		for {
+			e, err := st.Next()
+			if err != nil {
+				streamDone <- err
+				return
+			}
+			select {
+			case events <- e:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				err := <-streamDone
+				if errors.Is(err, io.EOF) || ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			switch e.Kind {
+			case orchestrator.EventQuestion, orchestrator.EventSettled:
+				if term != nil {
+					term.Notify(orchestrator.Event{Kind: e.Kind, Question: e.Question, Settled: e.Settled})
+				}
+			case api.EventOutput:
+				w := out
+				if e.Output.FD == 2 {
+					w = errOut
+				}
+				io.WriteString(w, e.Output.Data)
+			case api.EventJobEnd:
+				fmt.Fprintf(errOut, "paddock: job %s: %s\n", e.Job.ID, e.Job.Result.End)
+			case api.EventClosed:
+				fmt.Fprintf(errOut, "paddock: session %s closed\n", id)
+				return nil
+			}
+		case err := <-inputDone:
+			if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/paddockhq/paddock/client"
+	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/prompt"
+)
+
+// daemonHost is the daemon a command runs through: --host when it names a socket
+// (unix://…; any other --host is the ssh transport's box), else $PADDOCK_HOST; "" runs
+// embedded.
+func daemonHost(fs *pflag.FlagSet) string {
+	if f := fs.Lookup("host"); f != nil && strings.HasPrefix(f.Value.String(), "unix://") {
+		return f.Value.String()
+	}
+	return os.Getenv(client.HostEnv)
+}
+
+// hostedRequest turns run's command line into a session request: the flags given become
+// the request's fields and settings, as the daemon's own reading of them would.
+func hostedRequest(fs *pflag.FlagSet, workspace string) (api.OpenRequest, error) {
+	req := api.OpenRequest{Workspace: workspace, Settings: map[string]string{}}
+	keys := withKeys(runKeys, transportKeys)
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		if err != nil {
+			return
+		}
+		switch f.Name {
+		case "workspace", "json":
+		case "host":
+			if !strings.HasPrefix(f.Value.String(), "unix://") {
+				req.Settings[keys["host"]] = f.Value.String()
+			}
+		case "transport":
+			req.Transport = f.Value.String()
+		case "wrap":
+			req.Wrap = f.Value.String()
+		case "mount":
+			req.Mounts, _ = fs.GetStringArray("mount")
+		default:
+			key, ok := keys[f.Name]
+			if !ok {
+				err = &usageError{msg: fmt.Sprintf("--%s cannot be passed to a daemon's session; set it in the daemon's settings", f.Name)}
+				return
+			}
+			val := f.Value.String()
+			if sv, ok := f.Value.(pflag.SliceValue); ok {
+				val = strings.Join(sv.GetSlice(), ",")
+			}
+			req.Settings[key] = val
+		}
+	})
+	return req, err
+}
+
+// runHosted runs a script in a new session of the daemon at host, printing its output as
+// the event stream brings it and asking the terminal its questions; the session is closed
+// at the end.
+func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script string, asJSON bool) error {
+	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	req, err := hostedRequest(cmd.Flags(), workspace)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(host)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	s, err := c.Open(ctx, req)
+	if err != nil {
+		return err
+	}
+	for _, w := range s.Warnings {
+		fmt.Fprintln(errOut, "paddock:", w)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			c.CloseSession(context.Background(), s.ID)
+		}
+	}()
+	kind := api.StreamWatch
+	interactive := !asJSON && term.IsTerminal(int(os.Stdin.Fd()))
+	if interactive {
+		kind = api.StreamInteractive
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := c.Events(sctx, s.ID, kind)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var t *prompt.Terminal
+	if interactive {
+		t = prompt.New(os.Stdin, errOut, func(q string, a orchestrator.Answer) error {
+			return c.Answer(ctx, s.ID, q, api.AnswerRequest{Approve: a.Approve, ForSession: a.ForSession, Client: "terminal"})
+		})
+		go t.Run(sctx)
+	}
+	streamed := make(chan error, 1)
+	go func() {
+		for {
+			e, err := st.Next()
+			if err != nil {
+				streamed <- err
+				return
+			}
+			switch e.Kind {
+			case orchestrator.EventQuestion, orchestrator.EventSettled:
+				if t != nil {
+					t.Notify(orchestrator.Event{Kind: e.Kind, Question: e.Question, Settled: e.Settled})
+				}
+			case api.EventOutput:
+				if asJSON {
+					continue
+				}
+				w := out
+				if e.Output.FD == 2 {
+					w = errOut
+				}
+				io.WriteString(w, e.Output.Data)
+			case api.EventClosed:
+				streamed <- nil
+				return
+			}
+		}
+	}()
+	res, err := c.Bash(ctx, s.ID, api.BashRequest{Script: script, Budget: "-1"})
+	if err != nil {
+		return err
+	}
+	// Closing the session ends the stream after every output event.
+	closed = true
+	if _, err := c.CloseSession(ctx, s.ID); err != nil {
+		return err
+	}
+	if err := <-streamed; err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if asJSON {
+		if err := printJSON(out, res.Result); err != nil {
+			return err
+		}
+	} else if res.End.Kind == orchestrator.Refused {
+		fmt.Fprintln(errOut, "paddock:", strings.Trim(res.End.String(), "[]"))
+	}
+	if res.End.Status != 0 {
+		return &codeError{code: res.End.Status}
+	}
+	return nil
+}

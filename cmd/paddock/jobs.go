@@ -1,0 +1,178 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/orchestrator"
+)
+
+func init() { commands = append(commands, newJobsCmd, newSessionsCmd) }
+
+func newJobsCmd() *cobra.Command {
+	var host, timeout string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "List, wait for and kill a daemon session's jobs (calls that went on past their budget)",
+	}
+	list := &cobra.Command{
+		Use:   "list SESSION",
+		Short: "List a session's jobs",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := dial(host)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			jobs, err := c.Jobs(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), jobs)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "JOB\tSTATE\tSCRIPT")
+			for _, j := range jobs {
+				state := "running"
+				if j.Done {
+					state = j.Result.End.Kind
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", j.ID, state, strings.ReplaceAll(j.Script, "\n", "; "))
+			}
+			return tw.Flush()
+		},
+	}
+	// show prints a job's result as run prints one; the exit status is the job's.
+	show := func(cmd *cobra.Command, res *orchestrator.Result) error {
+		if asJSON {
+			return printJSON(cmd.OutOrStdout(), res)
+		}
+		fmt.Fprint(cmd.OutOrStdout(), res.String())
+		if res.End.Status != 0 {
+			return &codeError{code: res.End.Status}
+		}
+		return nil
+	}
+	wait := &cobra.Command{
+		Use:   "wait SESSION JOB [--timeout D]",
+		Short: "Wait for a job's end and print its result; the exit status is the job's",
+		Args:  usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := dial(host)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			j, err := c.Wait(cmd.Context(), args[0], args[1], timeout)
+			if err != nil {
+				return err
+			}
+			if !j.Done {
+				return fmt.Errorf("job %s is still running after %s", j.ID, timeout)
+			}
+			return show(cmd, j.Result)
+		},
+	}
+	wait.Flags().StringVar(&timeout, "timeout", "", "the longest wait, e.g. 30s (default: until the end)")
+	kill := &cobra.Command{
+		Use:   "kill SESSION JOB",
+		Short: "Kill a job and its process groups; print its result",
+		Args:  usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := dial(host)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			j, err := c.Kill(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return err
+			}
+			show(cmd, j.Result)
+			return nil
+		},
+	}
+	for _, sub := range []*cobra.Command{list, wait, kill} {
+		hostFlag(sub.Flags(), &host)
+		sub.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+		cmd.AddCommand(sub)
+	}
+	return cmd
+}
+
+func newSessionsCmd() *cobra.Command {
+	var host string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "List and close a daemon's sessions",
+	}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the daemon's sessions, open and ended",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := dial(host)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ss, err := c.Sessions(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), ss)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SESSION\tSTATE\tTRANSPORT\tJOBS\tPARENT\tWORKSPACE")
+			for _, s := range ss {
+				parent := s.Parent
+				if parent == "" {
+					parent = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.State, s.Transport, len(s.Jobs), parent, s.Workspace)
+			}
+			return tw.Flush()
+		},
+	}
+	closeCmd := &cobra.Command{
+		Use:   "close SESSION",
+		Short: "Close a session (a child's workspace is handed back; its report is printed)",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := dial(host)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			s, err := c.CloseSession(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), s)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "session %s closed\n", s.ID)
+			if h := s.Handback; h != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "handed back: %d taken, %d conflicts\n", len(h.Taken), len(h.Conflicts))
+				if len(h.Conflicts) > 0 {
+					return &codeError{code: exitConflicts}
+				}
+			}
+			return nil
+		},
+	}
+	for _, sub := range []*cobra.Command{list, closeCmd} {
+		hostFlag(sub.Flags(), &host)
+		sub.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+		cmd.AddCommand(sub)
+	}
+	return cmd
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/paddockhq/paddock/daemon"
+	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/orchestrator/output"
+)
+
+func init() { commands = append(commands, newServeCmd) }
+
+// defaultStateDir is where the daemon keeps its sessions' files: $XDG_STATE_HOME/paddock,
+// else ~/.local/state/paddock.
+func defaultStateDir() string {
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "paddock")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "state", "paddock")
+}
+
+func newServeCmd() *cobra.Command {
+	var socket, state string
+	cmd := &cobra.Command{
+		Use:   "serve [--socket PATH] [--state DIR]",
+		Short: "Serve sessions over HTTP/JSON on a private unix socket",
+		Long: `Serve runs the daemon: sessions, the bash tool, file access, children, answers, jobs and
+an event stream per session, over HTTP/JSON on a unix socket (default
+$TMPDIR/paddock-<uid>/paddock.sock). The socket's directory must be a real directory owned by
+you with no group or other write (a missing one is made 0700); the socket is 0600, and a peer
+of any other uid is refused. Each session is opened with the settings of its workspace, as
+"paddock run" would; the API's document is at /openapi.json, metrics at /metrics.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			srv, err := daemon.New(daemon.Config{Open: openSession, StateDir: state, Version: buildVersion(), Log: log})
+			if err != nil {
+				return err
+			}
+			l, err := daemon.Listen(socket, log)
+			if err != nil {
+				srv.Close()
+				return err
+			}
+			log.Info("serving", "socket", "unix://"+socket, "state", state, "pid", os.Getpid())
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(l) }()
+			select {
+			case <-ctx.Done():
+			case err := <-done:
+				srv.Close()
+				return err
+			}
+			log.Info("stopping: closing every session")
+			err = srv.Close()
+			if serr := <-done; err == nil {
+				err = serr
+			}
+			os.Remove(socket)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&socket, "socket", daemon.DefaultSocket(), "the unix socket to listen on")
+	cmd.Flags().StringVar(&state, "state", defaultStateDir(), "where sessions' files are kept (0700)")
+	return cmd
+}
+
+// openSession turns an API request into a session's configuration the way "paddock run"
+// reads its command line: the request's fields are its flags, over the settings of the
+// request's workspace (flags, PADDOCK_* environment, global file, the project's file).
+func openSession(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
+	fs := pflag.NewFlagSet("open", pflag.ContinueOnError)
+	var tf transportFlags
+	tf.register(fs)
+	registerRunSettings(fs)
+	set := func(name, val string) error {
+		if val == "" {
+			return nil
+		}
+		if err := fs.Set(name, val); err != nil {
+			return &usageError{msg: fmt.Sprintf("%s: %v", name, err)}
+		}
+		return nil
+	}
+	for name, val := range map[string]string{"transport": req.Transport, "image": req.Image, "network": req.Network, "wrap": req.Wrap} {
+		if err := set(name, val); err != nil {
+			return daemon.Opened{}, err
+		}
+	}
+	for _, e := range req.Env {
+		if err := set("env", e); err != nil {
+			return daemon.Opened{}, err
+		}
+	}
+	for _, m := range req.Mounts {
+		if err := set("mount", m); err != nil {
+			return daemon.Opened{}, err
+		}
+	}
+	keys := withKeys(runKeys, transportKeys)
+	flagOf := map[string]string{}
+	for f, k := range keys {
+		flagOf[strings.ToLower(k)] = f
+	}
+	for k, val := range req.Settings {
+		f, ok := flagOf[strings.ToLower(k)]
+		if !ok {
+			return daemon.Opened{}, &usageError{msg: fmt.Sprintf("settings key %q cannot be set per session", k)}
+		}
+		if err := set(f, val); err != nil {
+			return daemon.Opened{}, err
+		}
+	}
+	var warn bytes.Buffer
+	l, err := loadSettings(req.Workspace, fs, keys, &warn)
+	if err != nil {
+		return daemon.Opened{}, err
+	}
+	if err := l.Settings.Output.Validate(); err != nil {
+		return daemon.Opened{}, &usageError{msg: err.Error()}
+	}
+	pol, err := sessionPolicy(l)
+	if err != nil {
+		return daemon.Opened{}, err
+	}
+	budget := l.Settings.Shell.BlockingBudget
+	if req.BlockingBudget != "" {
+		budget = req.BlockingBudget
+	}
+	o := daemon.Opened{Config: orchestrator.Config{Workspace: req.Workspace, Limit: l.Settings.Output, Policy: pol}}
+	if budget != "" {
+		d, err := daemon.ParseDuration(budget)
+		if err != nil {
+			return daemon.Opened{}, &usageError{msg: "shell.blockingBudget: " + err.Error()}
+		}
+		o.Config.Budget = d
+	}
+	if req.NoOutputTimeout != "" {
+		d, err := daemon.ParseDuration(req.NoOutputTimeout)
+		if err != nil || d < 0 {
+			return daemon.Opened{}, &usageError{msg: fmt.Sprintf("noOutputTimeout %q: a duration such as 10m", req.NoOutputTimeout)}
+		}
+		o.NoOutputTimeout = d
+	}
+	notice, err := tf.configure(ctx, &o.Config, &l.Settings)
+	if err != nil {
+		return daemon.Opened{}, err
+	}
+	o.Transport = transportKind(o.Config.Transport)
+	for _, line := range strings.Split(strings.TrimSpace(warn.String()+"\n"+notice), "\n") {
+		if line = strings.TrimSpace(strings.TrimPrefix(line, "paddock:")); line != "" {
+			o.Warnings = append(o.Warnings, line)
+		}
+	}
+	return o, nil
+}
+
+// registerRunSettings registers run's settings flags (runKeys) on a session's flag set.
+func registerRunSettings(fs *pflag.FlagSet) {
+	def := output.Default()
+	fs.Int("max-bytes", def.Bytes, "")
+	fs.Int("max-lines", def.Lines, "")
+	fs.String("keep", def.Mode.String(), "")
+	fs.StringSlice("auto-effects", nil, "")
+}
+
+// transportKind names a transport by its package: docker, local, wrapped, ssh.
+func transportKind(t any) string {
+	name := strings.TrimPrefix(fmt.Sprintf("%T", t), "*")
+	name, _, _ = strings.Cut(name, ".")
+	return name
+}
+
+// buildVersion is the module version the binary was built from.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
