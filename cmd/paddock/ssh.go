@@ -29,7 +29,7 @@ func init() {
 
 // registerSSH adds the ssh transport's flags.
 func registerSSH(fs *pflag.FlagSet) {
-	fs.String("host", "", "ssh: the box, an ssh_config alias or [user@]host[:port] (--transport ssh)")
+	fs.String("host", "", "ssh: the box, an ssh_config alias or [user@]host[:port] (--transport ssh); unix://PATH: the daemon to run in")
 	fs.String("kernel-cache", "", "ssh: the directory on the box that keeps kernels (default ~/.cache/paddock/kernel)")
 	fs.Bool("sync", false, "ssh: copy the workspace to the box and hand it back at the end, for a box with no shared filesystem")
 }
