@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/client"
+	"github.com/paddockhq/paddock/daemon"
+	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/orchestrator"
+)
+
+// syncBuffer is a buffer written by one goroutine and read by another.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serveTest serves a daemon with the CLI's own session opener, on settings written to a
+// new global settings file; it returns a client.
+func serveTest(t *testing.T, settings string) *client.Client {
+	t.Helper()
+	k, err := images.Default.Find(context.Background(), runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PADDOCK_KERNEL", k)
+	cfgDir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfgDir)
+	os.MkdirAll(filepath.Join(cfgDir, "paddock"), 0o700)
+	if err := os.WriteFile(filepath.Join(cfgDir, "paddock", "settings.yaml"), []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := daemon.New(daemon.Config{Open: openSession, StateDir: filepath.Join(t.TempDir(), "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "s", daemon.SocketName)
+	l, err := daemon.Listen(sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	t.Cleanup(func() {
+		srv.Close()
+		<-done
+	})
+	c, err := client.New("unix://" + sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// paddock attach shows a session's output and its questions as the terminal renders them
+// (escaped, the subagent named); its answer decides; Enter alone answers no.
+func TestAttach(t *testing.T) {
+	c := serveTest(t, "kernelTransport:\n  kind: local\nshell:\n  rules:\n    - {action: ask, command: touch}\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ws := t.TempDir()
+	s, err := c.Open(ctx, api.OpenRequest{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Transport != "local" {
+		t.Errorf("transport %q", s.Transport)
+	}
+	child, err := c.Spawn(ctx, s.ID, api.SpawnRequest{Name: "writer\x1b[31m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The terminal answers yes to the first question and Enter alone to the second.
+	inR, inW, _ := os.Pipe()
+	defer inW.Close()
+	inW.WriteString("y\n\n")
+	var out, errOut syncBuffer
+	attached := make(chan error, 1)
+	go func() { attached <- attach(ctx, c, s.ID, inR, &out, &errOut, false) }()
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s; stdout %q, stderr %q", what, out.String(), errOut.String())
+			}
+		}
+	}
+	eventually("attached", func() bool { return strings.Contains(errOut.String(), "attached to session") })
+
+	r, err := c.Bash(ctx, s.ID, api.BashRequest{Script: "echo hello; touch $'a\\tb'"})
+	if err != nil || r.End.Kind != orchestrator.Finished {
+		t.Fatalf("%v %+v", err, r.Result)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "a\tb")); err != nil {
+		t.Errorf("the approved step did not run: %v", err)
+	}
+	r, err = c.Bash(ctx, child.ID, api.BashRequest{Script: "touch nope"})
+	if err != nil || r.End.Kind != orchestrator.Refused || r.End.Code != "denied" {
+		t.Fatalf("Enter alone: %v %+v", err, r.Result)
+	}
+	eventually("the output shown", func() bool { return strings.Contains(out.String(), "hello\n") })
+	prompts := errOut.String()
+	for _, want := range []string{
+		"a step asks to run step 2 [write]:\n  touch $'a\\x09b'\n",
+		"subagent writer$'\\x1b'[31m asks to run step 1 [write]:\n  touch nope\n",
+		"[N]o: ",
+	} {
+		if !strings.Contains(prompts, want) {
+			t.Errorf("the terminal lacks %q:\n%s", want, prompts)
+		}
+	}
+	c.CloseSession(ctx, s.ID)
+	select {
+	case err := <-attached:
+		if err != nil {
+			t.Errorf("attach: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("attach did not end with its session")
+	}
+}
