@@ -103,6 +103,11 @@ func checkDocker(ctx context.Context) check {
 	c.OK = true
 	c.Detail = fmt.Sprintf("engine %s (API %s, client speaks %s) at %s, %s/%s; paddock run uses the docker transport by default",
 		v.Version, v.APIVersion, cli.ClientVersion(), cli.DaemonHost(), v.Os, v.Arch)
+	if !strings.HasPrefix(cli.DaemonHost(), "unix://") {
+		c.OK = false
+		c.Detail += "; the engine is not local, so it cannot bind this machine's workspace and kernel"
+		c.Fix = "use a local engine (unset DOCKER_HOST), or the wrapped transport into a container that already holds the kernel"
+	}
 	if _, err := cli.ImageInspect(cctx, images.HostRef); err == nil {
 		c.Detail += "; the host image " + images.HostRef + " is made"
 	} else {
