@@ -23,8 +23,9 @@ import (
 
 // Client talks to one daemon.
 type Client struct {
-	hc   *http.Client
-	base string
+	hc     *http.Client
+	base   string
+	socket string
 }
 
 // HostEnv is the environment variable naming the daemon, like --host.
@@ -44,7 +45,7 @@ func New(host string) (*Client, error) {
 		},
 		MaxIdleConnsPerHost: 64,
 	}
-	return &Client{hc: &http.Client{Transport: tr}, base: "http://paddock"}, nil
+	return &Client{hc: &http.Client{Transport: tr}, base: "http://paddock", socket: path}, nil
 }
 
 // SocketPath reads a host: unix://PATH or a path.
@@ -317,3 +318,6 @@ func FromEnv(flag string) string {
 	}
 	return os.Getenv(HostEnv)
 }
+
+// Host returns the daemon's address, unix://PATH.
+func (c *Client) Host() string { return "unix://" + c.socket }
