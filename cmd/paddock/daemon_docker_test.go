@@ -147,4 +147,3 @@ func TestDaemonDockerSession(t *testing.T) {
 		}
 	}
 }
-
