@@ -41,6 +41,10 @@ type Config struct {
 	Open func(ctx context.Context, req api.OpenRequest) (Opened, error)
 	// StateDir holds every session's files (0700 directories, 0600 files).
 	StateDir string
+	// Recover is asked about each session a previous daemon left open: it cleans up what
+	// the session's sandbox left (its containers) and says why the session ended. nil: the
+	// sessions are listed as ended with a general reason.
+	Recover func(ctx context.Context, s api.Session) (reason string)
 	// Version is reported by /v1/health.
 	Version string
 	// Log receives diagnostics; nil discards them.
@@ -181,7 +185,8 @@ func (e *entry) save() error {
 }
 
 // recover lists again the sessions a previous daemon recorded. Their kernels cannot be
-// taken up again (the transports hold no reattach yet), so each is listed as ended.
+// taken up again (a kernel ends when its host's connection does, and the transports hold
+// no reattach), so each is listed as ended, with the reason, until it is closed.
 func (s *Server) recover() {
 	dirs, _ := os.ReadDir(filepath.Join(s.cfg.StateDir, "sessions"))
 	for _, d := range dirs {
@@ -198,6 +203,11 @@ func (s *Server) recover() {
 		if info.State == api.Open {
 			info.State = api.Ended
 			info.Reason = "its kernel ended while no daemon held it (the daemon restarted)"
+			if s.cfg.Recover != nil {
+				if r := s.cfg.Recover(s.life, info); r != "" {
+					info.Reason = r
+				}
+			}
 		}
 		e := &entry{info: info, dir: dir, hub: newHub(info.ID), artifacts: map[string]string{}}
 		e.hub.close()

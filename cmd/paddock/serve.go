@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -19,6 +20,7 @@ import (
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/orchestrator/output"
+	"github.com/paddockhq/paddock/transport/docker"
 )
 
 func init() { commands = append(commands, newServeCmd) }
@@ -47,7 +49,7 @@ of any other uid is refused. Each session is opened with the settings of its wor
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			srv, err := daemon.New(daemon.Config{Open: openSession, StateDir: state, Version: buildVersion(), Log: log})
+			srv, err := daemon.New(daemon.Config{Open: openSession, Recover: recoverSession, StateDir: state, Version: buildVersion(), Log: log})
 			if err != nil {
 				return err
 			}
@@ -193,4 +195,32 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "(devel)"
+}
+
+// recoverSession cleans up after a session a killed daemon left: a docker session's
+// containers are removed (its kernel ended with the daemon's connection, or cannot be
+// reattached), and the reason says what was found.
+func recoverSession(ctx context.Context, s api.Session) string {
+	if s.Transport != "docker" {
+		return ""
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cli, err := docker.Connect(cctx)
+	if err != nil {
+		return fmt.Sprintf("its docker sandbox cannot be checked: %v", oneLine(err))
+	}
+	defer cli.Close()
+	ids, err := docker.SessionContainers(cctx, cli, s.ID)
+	if err != nil {
+		return fmt.Sprintf("its docker sandbox cannot be checked: %v", oneLine(err))
+	}
+	n, err := docker.RemoveSession(cctx, cli, s.ID)
+	switch {
+	case len(ids) == 0:
+		return "its container is gone"
+	case err != nil:
+		return fmt.Sprintf("its kernel ended with the daemon; removing its %d containers failed: %v", len(ids), oneLine(err))
+	}
+	return fmt.Sprintf("its kernel ended with the daemon; its %d container(s) removed", n)
 }
