@@ -21,6 +21,7 @@ type box struct {
 	arch    string            // Go architecture
 	home    string            // the remote user's home
 	kernels map[string]string // content hash -> remote path of a kernel known to be there
+	sftp    *sftp.Client      // the probe's client, until the first upload takes it
 }
 
 // Box describes the box at the end of a connection.
@@ -46,7 +47,9 @@ func (c *Conn) probe(ctx context.Context) (*box, error) {
 		return nil, &Error{Code: CodeBox, Host: c.Target.Name, Err: err}
 	}
 	// uname -m on a session and the home over SFTP, at once: each costs the box a process.
+	// The SFTP client stays open for the kernel's upload, which follows.
 	type homeOf struct {
+		sc   *sftp.Client
 		home string
 		err  error
 	}
@@ -57,25 +60,28 @@ func (c *Conn) probe(ctx context.Context) (*box, error) {
 			homeCh <- homeOf{err: err}
 			return
 		}
-		defer sc.Close()
 		stop := context.AfterFunc(ctx, func() { sc.Close() })
 		defer stop()
 		home, err := sc.Getwd()
 		if err != nil {
-			err = fmt.Errorf("home directory: %w", err)
+			sc.Close()
+			homeCh <- homeOf{err: fmt.Errorf("home directory: %w", err)}
+			return
 		}
-		homeCh <- homeOf{home, err}
+		homeCh <- homeOf{sc, home, nil}
 	}()
 	arch, err := c.machine(ctx)
 	h := <-homeCh
-	if err != nil {
+	if err != nil || h.err != nil {
+		if h.sc != nil {
+			h.sc.Close()
+		}
+		if err == nil {
+			err = h.err
+		}
 		return fail(err)
 	}
-	if h.err != nil {
-		return fail(h.err)
-	}
-	home := h.home
-	b = &box{arch: arch, home: home, kernels: map[string]string{}}
+	b = &box{arch: arch, home: h.home, kernels: map[string]string{}, sftp: h.sc}
 	c.mu.Lock()
 	c.box = b
 	c.mu.Unlock()
@@ -160,9 +166,13 @@ func (c *Conn) upload(ctx context.Context, b *box, local, sum, cache string) (st
 	}
 	dir := cacheDir(cache, b.home)
 	remote := path.Join(dir, "paddock-kernel-"+sum[:32])
-	sc, err := c.sftp()
-	if err != nil {
-		return fail(err)
+	sc := b.sftp
+	b.sftp = nil
+	if sc == nil {
+		var err error
+		if sc, err = c.sftp(); err != nil {
+			return fail(err)
+		}
 	}
 	defer sc.Close()
 	stop := context.AfterFunc(ctx, func() { sc.Close() })
