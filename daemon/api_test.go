@@ -404,3 +404,76 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 }
+
+// law: cwd_none_refused
+// law: cwd_gone_refused
+// law: cwd_file_refused
+// law: cwd_dir_opens
+// law: cwd_is_explicit
+// A session opens only in the working directory its request names: none, a gone one or a
+// file is refused with its code; nothing substitutes the daemon's own directory.
+func TestAPIOpenNeedsWorkingDirectory(t *testing.T) {
+	d := startDaemon(t, daemonOptions{})
+	ctx := context.Background()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o600)
+	for _, tc := range []struct {
+		ws, code string
+	}{
+		{"", "cwd_none"},
+		{filepath.Join(dir, "gone"), "cwd_gone"},
+		{file, "cwd_not_dir"},
+	} {
+		_, err := d.c.Open(ctx, api.OpenRequest{Workspace: tc.ws})
+		var ce *client.Error
+		if !errors.As(err, &ce) || ce.Code() != tc.code || ce.Status != 400 {
+			t.Errorf("workspace %q: %v, want %s", tc.ws, err, tc.code)
+		}
+	}
+	if list, _ := d.c.Sessions(ctx); len(list) != 0 {
+		t.Errorf("refused opens left sessions: %+v", list)
+	}
+	s, err := d.c.Open(ctx, api.OpenRequest{Workspace: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.c.Bash(ctx, s.ID, api.BashRequest{Script: "pwd"})
+	if err != nil || r.Steps[0].Stdout.Text != dir+"\n" {
+		t.Errorf("pwd: %v %+v", err, r.Result)
+	}
+}
+
+// While a question waits, the job's step waits with it: the no-output timeout does not kill
+// a job whose step is asking; once answered, the job goes on to its end.
+func TestAPIJobWaitsForItsQuestion(t *testing.T) {
+	d := startDaemon(t, daemonOptions{})
+	ctx := context.Background()
+	ws := t.TempDir()
+	s, err := d.c.Open(ctx, api.OpenRequest{Workspace: ws, BlockingBudget: "100ms", NoOutputTimeout: "300ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := d.c.Events(ctx, s.ID, api.StreamInteractive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := d.c.Bash(ctx, s.ID, api.BashRequest{Script: "touch asked.txt; echo done"})
+	if err != nil || r.End.Kind != orchestrator.Detached {
+		t.Fatalf("%v %+v", err, r.Result)
+	}
+	q := nextKind(t, st, orchestrator.EventQuestion)
+	// Well past the no-output timeout, the job is still there, waiting.
+	j, err := d.c.Wait(ctx, s.ID, r.End.Job, "1s")
+	if err != nil || j.Done {
+		t.Fatalf("the asking job ended: %v %+v", err, j.Result)
+	}
+	if err := d.c.Answer(ctx, s.ID, q.Question.ID, api.AnswerRequest{Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	j, err = d.c.Wait(ctx, s.ID, r.End.Job, "30s")
+	if err != nil || !j.Done || j.Result.End.Kind != orchestrator.Finished || stdout(j.Result) != "done\n" {
+		t.Fatalf("after the answer: %v %+v", err, j.Result)
+	}
+}
