@@ -16,6 +16,7 @@ import (
 
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/orchestrator/output"
 )
 
 // openFDs counts this process's open descriptors.
@@ -162,20 +163,46 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// BenchmarkDaemonStep is a one-step call through the daemon on its unix socket, from 20
-// concurrent sessions; p50 and p99 are reported beside ns/op (which is wall time over the
-// 20 workers).
+// BenchmarkDaemonStep is a one-step call ("echo N") through the daemon on its unix socket,
+// from 1 and from 20 concurrent sessions, beside the same call on an embedded session (no
+// daemon): p50 and p99 are reported beside ns/op (wall time over the workers).
 func BenchmarkDaemonStep(b *testing.B) {
-	d := startDaemon(b, daemonOptions{})
-	ws := b.TempDir()
-	ctx := context.Background()
-	b.ResetTimer()
-	lat, err := runSteps(ctx, d, ws, 20, b.N)
-	b.StopTimer()
-	if err != nil {
-		b.Fatal(err)
+	for _, n := range []int{1, 20} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			d := startDaemon(b, daemonOptions{})
+			ws := b.TempDir()
+			lat, err := runSteps(context.Background(), d, ws, n, b.N)
+			if err != nil {
+				b.Fatal(err)
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(percentile(lat, 0.5).Microseconds()), "p50-µs")
+			b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+		})
 	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds()), "p50-µs")
-	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+	b.Run("embedded", func(b *testing.B) {
+		ws := b.TempDir()
+		o, err := opener(kernel(b), output.Default())(context.Background(), api.OpenRequest{Workspace: ws})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := orchestrator.Open(context.Background(), o.Config)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		lat := make([]time.Duration, b.N)
+		b.ResetTimer()
+		for i := range b.N {
+			t0 := time.Now()
+			if _, err := s.Bash(context.Background(), "echo "+strconv.Itoa(i)); err != nil {
+				b.Fatal(err)
+			}
+			lat[i] = time.Since(t0)
+		}
+		b.StopTimer()
+		slices.Sort(lat)
+		b.ReportMetric(float64(percentile(lat, 0.5).Microseconds()), "p50-µs")
+		b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+	})
 }
