@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"unicode/utf8"
 
@@ -89,45 +88,6 @@ type FSGuard func(ctx context.Context, op FSOp) error
 // FSAsk puts an access that the auto set does not grant to a person (the session's approval
 // route) and reports whether the answer was yes. Nil: nobody is asked, the access is refused.
 type FSAsk func(ctx context.Context, op FSOp, effects policy.Effects) bool
-
-// AskFS puts a file access to the session's approval route, as a step that asks would be:
-// the session's interactive clients, else up the chain of parents, else the gateway rule
-// (which refuses a secret or protected access), else unanswered. It reports whether the
-// access may run.
-func (s *Session) AskFS(ctx context.Context, op FSOp, e policy.Effects) bool {
-	verb := TypeFSRead
-	if op.Write {
-		verb = TypeFSWrite
-	}
-	q := Question{ID: newQuestionID(), Session: s.id, Step: -1, Command: verb + " " + policy.QuoteWord(op.Sandbox), Effects: e.Strings()}
-	if s.parent != nil {
-		q.Subagent = s.name
-	}
-	return s.route(ctx, q, e).Run
-}
-
-// SessionAsk is an FSAsk bound to a session once it is open: the handlers go in the
-// session's Config, so they are made before it. Until Bind, and after a Bind(nil), nobody
-// is asked and the access is refused.
-type SessionAsk struct {
-	mu sync.Mutex
-	s  *Session // guarded by mu
-}
-
-// Bind sets the session whose approval route answers.
-func (a *SessionAsk) Bind(s *Session) {
-	a.mu.Lock()
-	a.s = s
-	a.mu.Unlock()
-}
-
-// Ask is the FSAsk: the bound session's AskFS.
-func (a *SessionAsk) Ask(ctx context.Context, op FSOp, e policy.Effects) bool {
-	a.mu.Lock()
-	s := a.s
-	a.mu.Unlock()
-	return s != nil && s.AskFS(ctx, op, e)
-}
 
 // FSConfig configures the file-access host requests.
 type FSConfig struct {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"runtime"
 	"strings"
@@ -34,15 +33,7 @@ type transportFlags struct {
 	noTmpfs       bool
 	mounts        []string
 	wrap          string
-
-	// ask answers the file accesses (fs.read, fs.write) the auto set does not grant, through
-	// the session's approval route once bind has named the session.
-	ask orchestrator.SessionAsk
 }
-
-// bind names the open session whose approval route answers the file accesses that ask;
-// until then they are refused.
-func (f *transportFlags) bind(s *orchestrator.Session) { f.ask.Bind(s) }
 
 // transportKeys binds the transport flags to settings keys.
 var transportKeys = map[string]string{
@@ -158,17 +149,9 @@ func (f *transportFlags) configure(ctx context.Context, cfg *orchestrator.Config
 	default:
 		return "", &usageError{msg: fmt.Sprintf("unknown transport %q (docker, wrapped or local)", kind)}
 	}
-	handlers := orchestrator.FSHandlers(orchestrator.FSConfig{
-		PathMap:   cfg.PathMap,
-		Roots:     []string{cfg.Workspace},
-		Env:       os.Environ(),
-		Settings:  cfg.Policy.Settings,
-		Auto:      cfg.Policy.Auto,
-		Ask:       f.ask.Ask,
-		Ephemeral: kind == "docker",
-	})
-	maps.Copy(handlers, cfg.Handlers)
-	cfg.Handlers = handlers
+	// A fresh container is removed at its end: a path under no mount is the sandbox's alone.
+	// (The session serves fs.read and fs.write itself, over cfg.PathMap.)
+	cfg.Ephemeral = kind == "docker"
 	return strings.Join(notes, "\npaddock: "), nil
 }
 
