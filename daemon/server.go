@@ -33,6 +33,9 @@ type Opened struct {
 	Transport       string        // the transport's kind
 	NoOutputTimeout time.Duration // 0: none
 	Warnings        []string
+	// Release, when set, frees what the transport holds (an engine client) once the session
+	// and its children have closed.
+	Release func()
 }
 
 // Config configures a Server.
@@ -75,6 +78,9 @@ type entry struct {
 	hub  *hub
 	dir  string // the session's state directory
 	noOT time.Duration
+	// release frees the transport's resources after Close (root sessions only: children
+	// share their root's transport).
+	release func()
 
 	calls atomic.Int64
 
@@ -240,9 +246,12 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 	sess, err := orchestrator.Open(ctx, cfg)
 	if err != nil {
 		os.RemoveAll(dir)
+		if o.Release != nil {
+			o.Release()
+		}
 		return nil, err
 	}
-	e := &entry{s: sess, cfg: cfg, hub: newHub(id), dir: dir, noOT: o.NoOutputTimeout, artifacts: map[string]string{}}
+	e := &entry{s: sess, cfg: cfg, hub: newHub(id), dir: dir, noOT: o.NoOutputTimeout, release: o.Release, artifacts: map[string]string{}}
 	e.info = api.Session{ID: id, State: api.Open, Workspace: sess.Workspace(), Transport: o.Transport,
 		Created: time.Now().UTC(), BlockingBudget: cfg.Budget.String(), Warnings: o.Warnings}
 	if o.NoOutputTimeout > 0 {
@@ -255,14 +264,14 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 func (s *Server) register(e *entry) error {
 	s.hubMetrics(e.hub)
 	if err := e.save(); err != nil {
-		e.s.Close()
+		e.close()
 		os.RemoveAll(e.dir)
 		return err
 	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		e.s.Close()
+		e.close()
 		os.RemoveAll(e.dir)
 		return errors.New("daemon: shutting down")
 	}
@@ -392,7 +401,7 @@ func (s *Server) closeSession(id string) (api.Session, error) {
 	info := s.describe(e)
 	if e.s != nil {
 		t0 := time.Now()
-		if err := e.s.Close(); err != nil {
+		if err := e.close(); err != nil {
 			errs = append(errs, err)
 		}
 		if info.Mode == orchestrator.Isolated {
@@ -418,6 +427,15 @@ func (s *Server) closeSession(id string) (api.Session, error) {
 		}
 	}
 	return info, errors.Join(errs...)
+}
+
+// close closes the session, then frees its transport's resources.
+func (e *entry) close() error {
+	err := e.s.Close()
+	if e.release != nil {
+		e.release()
+	}
+	return err
 }
 
 func isNotFound(err error) bool {

@@ -165,6 +165,9 @@ func openSession(ctx context.Context, req api.OpenRequest) (daemon.Opened, error
 		return daemon.Opened{}, err
 	}
 	o.Transport = transportKind(o.Config.Transport)
+	if t, ok := o.Config.Transport.(*docker.Transport); ok && t.Client != nil {
+		o.Release = func() { t.Client.Close() } // each session connects its own client
+	}
 	for _, line := range strings.Split(strings.TrimSpace(warn.String()+"\n"+notice), "\n") {
 		if line = strings.TrimSpace(strings.TrimPrefix(line, "paddock:")); line != "" {
 			o.Warnings = append(o.Warnings, line)
