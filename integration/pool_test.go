@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -75,7 +76,8 @@ func poolWorkspace(t testing.TB) (string, *pathmap.Map, transport.Spec) {
 // newPool is a pool of size over tr, warmed for spec and filled, closed at the test's end.
 func newPool(t testing.TB, tr transport.Transport, size int, spec transport.Spec) *pool.Pool {
 	t.Helper()
-	p := pool.New(pool.Config{Transport: tr, Size: size, Env: append([]string{"PADDOCK_POOL_ONLY=1"}, sandboxEnv...)})
+	p := pool.New(pool.Config{Transport: tr, Size: size, Env: append([]string{"PADDOCK_POOL_ONLY=1"}, sandboxEnv...),
+		Log: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
 	t.Cleanup(func() { p.Close() })
 	if err := p.Warm(spec); err != nil {
 		t.Fatal(err)

@@ -82,6 +82,7 @@ type bucket struct {
 	starting int            // guarded by Pool.mu
 	waiting  int            // guarded by Pool.mu: sessions waiting for a start in flight
 	failures int            // guarded by Pool.mu: starts failed in a row
+	lastErr  error          // guarded by Pool.mu: the last start's error
 	changed  chan struct{}  // guarded by Pool.mu; closed and replaced when ready or starting change
 }
 
@@ -163,7 +164,7 @@ func (p *Pool) WaitReady(ctx context.Context, spec transport.Spec, n int) error 
 		}
 		if b.starting == 0 && b.failures >= MaxFailures {
 			p.mu.Unlock()
-			return fmt.Errorf("pool: %d warm kernels ready of %d, and the last %d starts failed", ready, n, MaxFailures)
+			return fmt.Errorf("pool: %d warm kernels ready of %d, and the last %d starts failed: %w", ready, n, MaxFailures, b.lastErr)
 		}
 		ch := b.changed
 		p.mu.Unlock()
@@ -195,7 +196,7 @@ func (p *Pool) Start(ctx context.Context, spec transport.Spec) (transport.Kernel
 		if k := b.pop(); k != nil {
 			p.refill(b)
 			p.mu.Unlock()
-			if err := k.claim(ctx, spec); err != nil {
+			if err := k.claim(spec, p.log); err != nil {
 				p.log.Warn("a warm kernel could not be claimed; it is removed", "err", err)
 				k.inner.Kill()
 				p.mu.Lock()
@@ -327,6 +328,7 @@ func (p *Pool) fill(b *bucket) {
 	if err != nil {
 		if !p.closed {
 			b.failures++
+			b.lastErr = err
 			p.log.Warn("a warm kernel did not start", "failures", b.failures, "err", err)
 		}
 		return
@@ -420,6 +422,10 @@ type kernel struct {
 	stdout io.Reader
 	done   chan struct{} // closed when inner.Wait returned
 	err    error         // set before done closes
+
+	// relabeled is closed when the relabelling started at claim has ended (nil: none was
+	// started); Wait and Kill wait for it, so it never outlives the kernel's owner.
+	relabeled chan struct{}
 }
 
 // end kills the kernel and waits until it has ended.
@@ -438,33 +444,59 @@ func (k *kernel) alive() bool {
 	}
 }
 
-// claim hands the kernel to spec's session: its sandbox takes on the session's labels where
-// the backend can relabel it.
-func (k *kernel) claim(ctx context.Context, spec transport.Spec) error {
+// RelabelTimeout bounds the relabelling of a claimed kernel's sandbox.
+const RelabelTimeout = 30 * time.Second
+
+// claim hands the kernel to spec's session. Where the backend can relabel the sandbox, it
+// takes on the session's labels in the background: the session does not wait on the
+// backend's store for a label only the reaper and the tools read (the host labels, which
+// the reaper decides by, are the pool's host's from the start).
+func (k *kernel) claim(spec transport.Spec, log *slog.Logger) error {
 	if !k.alive() {
 		return fmt.Errorf("pool: the warm kernel ended: %v", k.err)
 	}
-	if r, ok := k.inner.(Relabeler); ok {
-		labels := maps.Clone(spec.Labels)
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		if spec.Session != "" {
-			labels[SessionLabel] = spec.Session
-		}
-		if err := r.Relabel(ctx, labels); err != nil {
-			return err
-		}
+	r, ok := k.inner.(Relabeler)
+	if !ok {
+		return nil
 	}
+	labels := maps.Clone(spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if spec.Session != "" {
+		labels[SessionLabel] = spec.Session
+	}
+	k.relabeled = make(chan struct{})
+	go func() {
+		defer close(k.relabeled)
+		ctx, cancel := context.WithTimeout(context.Background(), RelabelTimeout)
+		defer cancel()
+		if err := r.Relabel(ctx, labels); err != nil && k.alive() {
+			log.Warn("a claimed sandbox kept the pool's labels", "session", spec.Session, "err", err)
+		}
+	}()
 	return nil
 }
 
 func (k *kernel) Stdin() io.WriteCloser { return k.inner.Stdin() }
 func (k *kernel) Stdout() io.Reader     { return k.stdout }
-func (k *kernel) Kill() error           { return k.inner.Kill() }
+
+func (k *kernel) Kill() error {
+	err := k.inner.Kill()
+	k.waitRelabel()
+	return err
+}
+
 func (k *kernel) Wait() error {
 	<-k.done
+	k.waitRelabel()
 	return k.err
+}
+
+func (k *kernel) waitRelabel() {
+	if k.relabeled != nil {
+		<-k.relabeled
+	}
 }
 
 // Inner is the wrapped transport's kernel.
