@@ -73,12 +73,20 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 		}
 		opts.List.Exclude = append(opts.List.Exclude, filepath.ToSlash(rel))
 	}
-	if err := makeDir(dir); err != nil {
+	made, err := makeDir(dir)
+	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		if err != nil {
+		if err == nil {
+			return
+		}
+		if made {
 			removeAll(dir)
+			return
+		}
+		for _, name := range []string{BaseDir, CopyDir, ManifestName + ".tmp"} {
+			removeAll(filepath.Join(dir, name))
 		}
 	}()
 	entries, err := List(ctx, parent, opts.List)
@@ -411,20 +419,21 @@ func copyLoop(dst, src int, off, size int64) error {
 	return nil
 }
 
-// makeDir makes dir 0700, or accepts an existing empty directory.
-func makeDir(dir string) error {
+// makeDir makes dir 0700, or accepts an existing empty directory; it reports whether it
+// made it.
+func makeDir(dir string) (bool, error) {
 	err := os.Mkdir(dir, 0o700)
 	if err == nil {
-		return nil
+		return true, nil
 	}
 	if !os.IsExist(err) {
-		return err
+		return false, err
 	}
 	des, rerr := os.ReadDir(dir)
 	if rerr != nil || len(des) > 0 {
-		return &Error{Code: CodeExists, Msg: fmt.Sprintf("%s already exists and is not an empty directory", dir)}
+		return false, &Error{Code: CodeExists, Msg: fmt.Sprintf("%s already exists and is not an empty directory", dir)}
 	}
-	return nil
+	return false, nil
 }
 
 // removeAll removes a tree even where the child made directories unwritable.

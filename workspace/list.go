@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
@@ -154,14 +155,19 @@ func gitLines(ctx context.Context, root string, args ...string) ([]string, error
 
 // git lists root with git's rules: files from `git ls-files --cached --others
 // --exclude-standard`; directories from a walk that skips .git, nested repositories and the
-// directories git reports as ignored.
+// directories git reports as ignored. The walk also gives each file's kind, so the files
+// need no stat of their own, and it runs while git lists the files.
 func (l *lister) git(ctx context.Context) error {
-	files, err := gitLines(ctx, l.root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-	if err != nil {
-		return err
-	}
+	var files []string
+	var filesErr error
+	listed := make(chan struct{})
+	go func() {
+		defer close(listed)
+		files, filesErr = gitLines(ctx, l.root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	}()
 	ignored, err := gitLines(ctx, l.root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory")
 	if err != nil {
+		<-listed
 		return err
 	}
 	ignoredDirs := map[string]bool{}
@@ -170,37 +176,8 @@ func (l *lister) git(ctx context.Context) error {
 			ignoredDirs[strings.TrimSuffix(p, "/")] = true
 		}
 	}
+	kinds := map[string]Kind{} // every entry of the walked directories
 	dirs := map[string]bool{}
-	for _, rel := range files {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if l.excluded(rel) || hasGitElem(rel) {
-			continue
-		}
-		fi, err := os.Lstat(filepath.Join(l.root, filepath.FromSlash(rel)))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // tracked, removed from the work tree
-		}
-		if err != nil {
-			return err
-		}
-		k := kindOf(fi.Mode())
-		if k == Absent {
-			continue
-		}
-		if k == Dir { // a submodule: its own repository, kept as a directory
-			dirs[rel] = true
-			continue
-		}
-		if err := l.add(rel, k); err != nil {
-			return err
-		}
-		for d := path.Dir(rel); d != "." && !dirs[d]; d = path.Dir(d) {
-			dirs[d] = true
-		}
-	}
-	// Directories holding no listed file (empty, or holding ignored files only).
 	var walk func(rel string) error
 	walk = func(rel string) error {
 		des, err := os.ReadDir(filepath.Join(l.root, filepath.FromSlash(rel)))
@@ -208,11 +185,10 @@ func (l *lister) git(ctx context.Context) error {
 			return err
 		}
 		for _, de := range des {
-			if !de.IsDir() || de.Name() == ".git" {
-				continue
-			}
 			sub := path.Join(rel, de.Name())
-			if ignoredDirs[sub] || l.excluded(sub) {
+			k := kindOf(de.Type())
+			kinds[sub] = k
+			if k != Dir || de.Name() == ".git" || ignoredDirs[sub] || l.excluded(sub) {
 				continue
 			}
 			dirs[sub] = true
@@ -225,8 +201,45 @@ func (l *lister) git(ctx context.Context) error {
 		}
 		return nil
 	}
-	if err := walk(""); err != nil {
+	err = walk("")
+	<-listed
+	if err != nil {
 		return err
+	}
+	if filesErr != nil {
+		return filesErr
+	}
+	for _, rel := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if l.excluded(rel) || hasGitElem(rel) {
+			continue
+		}
+		k, ok := kinds[rel]
+		if !ok {
+			fi, err := os.Lstat(filepath.Join(l.root, filepath.FromSlash(rel)))
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				continue // tracked, removed from the work tree
+			}
+			if err != nil {
+				return err
+			}
+			k = kindOf(fi.Mode())
+		}
+		switch k {
+		case Absent:
+			continue // tracked but gone, or a fifo, socket or device
+		case Dir: // a submodule: its own repository, kept as a directory
+			dirs[rel] = true
+			continue
+		}
+		if err := l.add(rel, k); err != nil {
+			return err
+		}
+		for d := path.Dir(rel); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
 	}
 	for d := range dirs {
 		l.out = append(l.out, Entry{Path: d, Kind: Dir})
