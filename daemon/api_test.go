@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -187,6 +188,12 @@ func TestAPIQuestionAnsweredFromSecondClient(t *testing.T) {
 	m, err := d.c.Metrics(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	sample := regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"\})? (\+Inf|-?[0-9.]+(e[+-]?[0-9]+)?)$`)
+	for _, line := range strings.Split(strings.TrimSpace(m), "\n") {
+		if !strings.HasPrefix(line, "# HELP ") && !strings.HasPrefix(line, "# TYPE ") && !sample.MatchString(line) {
+			t.Errorf("not in the Prometheus text format: %q", line)
+		}
 	}
 	for _, want := range []string{
 		"paddock_sessions_open 1\n", "paddock_sessions_opened_total 2\n",

@@ -156,12 +156,6 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
-// Detach stops serving and leaves every session's state file in place, as a daemon that is
-// killed would: used to test a restart.
-func (s *Server) Detach() {
-	s.stop()
-}
-
 func newID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
