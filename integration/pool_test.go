@@ -7,11 +7,15 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	dockercontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/pool"
@@ -341,5 +345,59 @@ func testPoolHostKilled(t *testing.T, be poolBackend) {
 	}
 	if ids, err := be.containers(ctx, session); err != nil || len(ids) != 0 {
 		t.Fatalf("after the next start the dead host's pool still has containers %v, %v", ids, err)
+	}
+}
+
+// paddock run --pool N keeps N sandboxes warm for the command's sessions, runs in one of them
+// (on containerd its host name is its container's id, a pool's), and leaves none behind.
+func TestRunPool(t *testing.T) {
+	for _, kind := range []string{"docker", "containerd"} {
+		t.Run(kind, func(t *testing.T) {
+			var left func(ctx context.Context, pid int) ([]string, error)
+			var env []string
+			switch kind {
+			case "docker":
+				cli := engine(t)
+				left = func(ctx context.Context, pid int) ([]string, error) {
+					list, err := cli.ContainerList(ctx, dockercontainer.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", docker.LabelPID+"="+strconv.Itoa(pid)))})
+					var ids []string
+					for _, c := range list {
+						ids = append(ids, c.ID)
+					}
+					return ids, err
+				}
+			case "containerd":
+				c, addr := containerdAt(t)
+				env = []string{"PADDOCK_CONTAINERD_ADDRESS=" + addr}
+				left = func(ctx context.Context, pid int) ([]string, error) {
+					list, err := c.Containers(containerdNS(ctx), fmt.Sprintf(`labels."%s"==%d`, docker.LabelPID, pid))
+					var ids []string
+					for _, c := range list {
+						ids = append(ids, c.ID())
+					}
+					return ids, err
+				}
+			}
+			bin := paddockBinary(t)
+			dir := t.TempDir()
+			ctx := testContext(t)
+			cmd := exec.CommandContext(ctx, bin, "run", "--transport", kind, "--pool", "2", `cat /proc/sys/kernel/hostname; pwd`)
+			cmd.Dir = dir
+			cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("paddock run --pool: %v\n%s", err, out)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if len(lines) != 2 || lines[1] != dir {
+				t.Fatalf("paddock run --pool printed %q", out)
+			}
+			if kind == "containerd" && !strings.HasPrefix(lines[0], "paddock-pool-") {
+				t.Errorf("the session ran in %s, not a pool's sandbox", lines[0])
+			}
+			if ids, err := left(ctx, cmd.Process.Pid); err != nil || len(ids) != 0 {
+				t.Errorf("left behind by paddock run --pool: %v, %v", ids, err)
+			}
+		})
 	}
 }

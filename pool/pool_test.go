@@ -241,3 +241,37 @@ func (k *recordedKernel) Wait() error {
 	k.r.mu.Unlock()
 	return err
 }
+
+// law: pool_scoped — a scoped pool closes with its first session: its warm kernels end, and
+// later sessions still start, cold.
+func TestScopedClosesWithItsFirstSession(t *testing.T) {
+	tr := &recordingTransport{}
+	p := pool.New(pool.Config{Transport: tr, Size: 2})
+	sp := pool.Scope(p)
+	spec := transport.Spec{Kernel: kernelBinary(t), Cwd: t.TempDir()}
+	p.Warm(spec)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	root, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: spec.Cwd, Transport: sp, Kernel: spec.Kernel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: spec.Cwd, Transport: sp, Kernel: spec.Kernel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, p, spec, 2)
+	root.Close()
+	if started, ended := tr.counts(); ended != started-1 {
+		t.Errorf("after the root session closed %d of %d kernels ended, want all but the child's", ended, started)
+	}
+	if _, err := child.Ping(ctx); err != nil {
+		t.Errorf("the child's kernel ended with the pool: %v", err)
+	}
+	child.Close()
+	late, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: spec.Cwd, Transport: sp, Kernel: spec.Kernel})
+	if err != nil {
+		t.Fatalf("a session after the pool closed: %v", err)
+	}
+	late.Close()
+}

@@ -49,7 +49,7 @@ var transportKeys = map[string]string{
 }
 
 func (f *transportFlags) register(fs *pflag.FlagSet) {
-	fs.String("transport", "", "where the kernel runs: docker, wrapped or local (default: docker when an engine is reachable, else local)")
+	fs.String("transport", "", "where the kernel runs: docker, containerd, wrapped, ssh or local (default: docker when an engine is reachable, else local)")
 	fs.String("image", "", "docker: the image the sandbox runs (default: the host image, the host's system directories read-only)")
 	fs.String("network", "", "docker: the sandbox's network, e.g. bridge (default: none)")
 	fs.String("memory", "", "docker: the sandbox's memory limit, e.g. 2g; -1: none (default 2g)")
@@ -64,6 +64,7 @@ func (f *transportFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.wrap, "wrap", "", `wrapped: the wrapper command, e.g. "docker exec -i box"`)
 	fs.String("kernel-path", "", "wrapped: the kernel binary's path in the sandbox (default: the host's)")
 	registerSSH(fs)
+	registerPool(fs)
 }
 
 // configure fills in the transport part of a session's configuration from the settings,
@@ -140,6 +141,12 @@ func (f *transportFlags) configure(ctx context.Context, cfg *orchestrator.Config
 		notes = append(notes, diags...)
 		cfg.Transport = &wrapped.Transport{ArgvPrefix: prefix, KernelPath: kt.Wrapped.KernelPath, Stderr: os.Stderr}
 		cfg.Kernel, cfg.Env, cfg.PathMap = kernel, env, pm
+	case "containerd":
+		diags, err := f.configureContainerd(ctx, cfg, kt)
+		if err != nil {
+			return "", err
+		}
+		notes = append(notes, diags...)
 	case "ssh":
 		ssh, err := f.configureSSH(ctx, cfg, kt)
 		if err != nil {
@@ -147,11 +154,18 @@ func (f *transportFlags) configure(ctx context.Context, cfg *orchestrator.Config
 		}
 		notes = append(notes, ssh...)
 	default:
-		return "", &usageError{msg: fmt.Sprintf("unknown transport %q (docker, wrapped or local)", kind)}
+		return "", &usageError{msg: fmt.Sprintf("unknown transport %q (docker, containerd, wrapped, ssh or local)", kind)}
+	}
+	if n := kt.Docker.Pool; n > 0 {
+		if kind != "docker" && kind != "containerd" {
+			notes = append(notes, fmt.Sprintf("--pool keeps docker and containerd sandboxes; the %s transport starts its kernels as asked", kind))
+		} else if err := withPool(cfg, n); err != nil {
+			return "", err
+		}
 	}
 	// A fresh container is removed at its end: a path under no mount is the sandbox's alone.
 	// (The session serves fs.read and fs.write itself, over cfg.PathMap.)
-	cfg.Ephemeral = kind == "docker"
+	cfg.Ephemeral = kind == "docker" || kind == "containerd"
 	return strings.Join(notes, "\npaddock: "), nil
 }
 
