@@ -97,6 +97,8 @@ type FSConfig struct {
 	Roots []string
 	// Env is the session's environment (HOME and the variables naming credential files).
 	Env []string
+	// Home is the host's home directory, where the credential stores are; "": HOME of Env.
+	Home string
 	// Settings are the settings files loaded, host paths: each is protected.
 	Settings []string
 	// Ephemeral says the sandbox is removed at its end (a fresh container).
@@ -124,7 +126,7 @@ func FSHandlers(c FSConfig) map[string]Handler {
 		if c.Auto != nil {
 			auto = *c.Auto
 		}
-		pctx := &policy.Context{Cwd: "/", Env: c.Env, Roots: c.Roots, Settings: c.Settings, Ephemeral: c.Ephemeral}
+		pctx := &policy.Context{Cwd: "/", Env: c.Env, Home: c.Home, Roots: c.Roots, Settings: c.Settings, Ephemeral: c.Ephemeral}
 		if m := c.PathMap; m != nil {
 			pctx.ToHost = func(p string) (string, bool) {
 				h, err := m.ToHost(p)
