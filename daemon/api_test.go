@@ -431,6 +431,7 @@ func TestAPIOpenNeedsWorkingDirectory(t *testing.T) {
 		{"", "cwd_none"},
 		{filepath.Join(dir, "gone"), "cwd_gone"},
 		{file, "cwd_not_dir"},
+		{"relative", "bad_request"}, // never resolved against the daemon's own directory
 	} {
 		_, err := d.c.Open(ctx, api.OpenRequest{Workspace: tc.ws})
 		var ce *client.Error

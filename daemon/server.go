@@ -224,6 +224,10 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 	if req.Workspace == "" {
 		return nil, &orchestrator.WorkdirError{Reason: "none"}
 	}
+	if !filepath.IsAbs(req.Workspace) {
+		// The daemon's own directory is not the client's: never resolve against it.
+		return nil, &badRequest{msg: fmt.Sprintf("workspace %q: an absolute path is needed", req.Workspace)}
+	}
 	o, err := s.cfg.Open(ctx, req)
 	if err != nil {
 		return nil, err
@@ -571,6 +575,10 @@ func parseDuration(v string) (time.Duration, error) {
 // ParseDuration is the daemon's reading of a duration setting: "30s", "5m", a bare number of
 // seconds, "-1" for no limit.
 func ParseDuration(v string) (time.Duration, error) { return parseDuration(v) }
+
+// BadRequest is the error of a request that cannot be carried out as written (answered 400,
+// code bad_request): an opener's answer to a wrong setting, say.
+func BadRequest(msg string) error { return &badRequest{msg: msg} }
 
 // badRequest is a request the API cannot read.
 type badRequest struct{ msg string }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -71,6 +72,10 @@ func hostedRequest(fs *pflag.FlagSet, workspace string) (api.OpenRequest, error)
 // at the end.
 func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script string, asJSON bool) error {
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	workspace, err := filepath.Abs(workspace) // the daemon's directory is not ours
+	if err != nil {
+		return err
+	}
 	req, err := hostedRequest(cmd.Flags(), workspace)
 	if err != nil {
 		return err

@@ -85,8 +85,17 @@ of any other uid is refused. Each session is opened with the settings of its wor
 
 // openSession turns an API request into a session's configuration the way "paddock run"
 // reads its command line: the request's fields are its flags, over the settings of the
-// request's workspace (flags, PADDOCK_* environment, global file, the project's file).
+// request's workspace (flags, PADDOCK_* environment, global file, the project's file). A
+// request the command line would refuse as a usage error is a bad request.
 func openSession(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
+	o, err := configureSession(ctx, req)
+	if err != nil && isUsage(err) {
+		return o, daemon.BadRequest(err.Error())
+	}
+	return o, err
+}
+
+func configureSession(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
 	fs := pflag.NewFlagSet("open", pflag.ContinueOnError)
 	var tf transportFlags
 	tf.register(fs)
