@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
@@ -121,7 +122,7 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 		client.WithContainerLabels(p.labels),
 		client.WithImageName(t.Image),
 		client.WithSnapshotter(t.Snapshotter),
-		client.WithNewSnapshot(p.id, t.img),
+		client.WithNewSnapshot(p.id, t.img, snapshots.WithLabels(p.labels)),
 		client.WithSpec(p.spec),
 		client.WithRuntime("io.containerd.runc.v2", nil),
 	)
