@@ -40,6 +40,18 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 		cmd.Env = []string{}
 	}
 	cmd.Stderr = t.Stderr
+	k, err := StartProcess(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("local: start kernel: %w", err)
+	}
+	return k, nil
+}
+
+// StartProcess starts cmd as a kernel: in its own process group (killed with the host on
+// Linux), its stdin and stdout the frame pipes. Kill closes stdin and kills the process
+// group when the process has not ended within Grace. Other backends whose kernel is a host
+// process (a wrapper command) start it here too.
+func StartProcess(cmd *exec.Cmd) (transport.Kernel, error) {
 	cmd.SysProcAttr = sysProcAttr()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -51,7 +63,7 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("local: start kernel: %w", err)
+		return nil, err
 	}
 	k := &kernel{cmd: cmd, stdin: stdin, stdout: stdout, done: make(chan struct{})}
 	go func() {

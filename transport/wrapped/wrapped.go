@@ -16,19 +16,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sync"
-	"syscall"
-	"time"
 
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/environ"
+	"github.com/paddockhq/paddock/transport/local"
 )
 
 var _ transport.Transport = (*Transport)(nil)
-
-// Grace is how long Kill waits after closing stdin before it kills the wrapper's process
-// group.
-const Grace = 2 * time.Second
 
 // Transport starts kernels under a wrapper.
 type Transport struct {
@@ -76,24 +70,10 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 		cmd.Dir = spec.Cwd
 	}
 	cmd.Stderr = t.Stderr
-	cmd.SysProcAttr = sysProcAttr()
-	stdin, err := cmd.StdinPipe()
+	k, err := local.StartProcess(cmd)
 	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		stdin.Close()
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("wrapped: start %s: %w", argv[0], err)
 	}
-	k := &kernel{cmd: cmd, stdin: stdin, stdout: stdout, done: make(chan struct{})}
-	go func() {
-		k.err = cmd.Wait()
-		close(k.done)
-	}()
 	return k, nil
 }
 
@@ -106,37 +86,3 @@ func (e *OutsideError) Error() string {
 
 // Code is the stable code of the refusal.
 func (e *OutsideError) Code() string { return "outside" }
-
-type kernel struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout io.Reader
-	done   chan struct{}
-	err    error // set before done closes
-
-	killOnce sync.Once
-}
-
-func (k *kernel) Stdin() io.WriteCloser { return k.stdin }
-func (k *kernel) Stdout() io.Reader     { return k.stdout }
-
-func (k *kernel) Wait() error {
-	<-k.done
-	return k.err
-}
-
-// Kill closes stdin: the wrapper carries the end of input to the kernel, which ends and
-// kills what it started. When the wrapper has not ended within Grace its process group is
-// killed (the kernel in the sandbox then sees its input end as the wrapper dies).
-func (k *kernel) Kill() error {
-	k.killOnce.Do(func() {
-		k.stdin.Close()
-		select {
-		case <-k.done:
-		case <-time.After(Grace):
-			_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
-			<-k.done
-		}
-	})
-	return nil
-}
