@@ -484,4 +484,28 @@ func TestAPIJobWaitsForItsQuestion(t *testing.T) {
 	if err != nil || !j.Done || j.Result.End.Kind != orchestrator.Finished || stdout(j.Result) != "done\n" {
 		t.Fatalf("after the answer: %v %+v", err, j.Result)
 	}
+
+	// A child's job whose question went up to the parent's stream waits the same way.
+	child, err := d.c.Spawn(ctx, s.ID, api.SpawnRequest{Name: "kid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = d.c.Bash(ctx, child.ID, api.BashRequest{Script: "touch kid.txt; echo kid"})
+	if err != nil || r.End.Kind != orchestrator.Detached {
+		t.Fatalf("%v %+v", err, r.Result)
+	}
+	q = nextKind(t, st, orchestrator.EventQuestion)
+	if q.Question.Session != child.ID {
+		t.Fatalf("question %+v", q.Question)
+	}
+	if j, err := d.c.Wait(ctx, child.ID, r.End.Job, "1s"); err != nil || j.Done {
+		t.Fatalf("the child's asking job ended: %v %+v", err, j.Result)
+	}
+	if err := d.c.Answer(ctx, s.ID, q.Question.ID, api.AnswerRequest{Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	j, err = d.c.Wait(ctx, child.ID, r.End.Job, "30s")
+	if err != nil || !j.Done || j.Result.End.Kind != orchestrator.Finished || stdout(j.Result) != "kid\n" {
+		t.Fatalf("the child's job after the answer: %v %+v", err, j.Result)
+	}
 }

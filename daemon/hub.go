@@ -19,7 +19,7 @@ type hub struct {
 	mu     sync.Mutex
 	seq    int64                    // guarded by mu
 	subs   map[*subscriber]struct{} // guarded by mu
-	asked  map[string]bool          // guarded by mu: questions open at some subscriber
+	asked  map[string]string        // guarded by mu: questions open at some subscriber -> the asking session
 	closed bool                     // guarded by mu
 
 	onQuestion func()               // counts a question once, however many clients see it
@@ -27,7 +27,7 @@ type hub struct {
 }
 
 func newHub(session string) *hub {
-	return &hub{session: session, subs: map[*subscriber]struct{}{}, asked: map[string]bool{}}
+	return &hub{session: session, subs: map[*subscriber]struct{}{}, asked: map[string]string{}}
 }
 
 // subscriber is one open stream.
@@ -90,11 +90,17 @@ func (h *hub) close() {
 	h.subs = map[*subscriber]struct{}{}
 }
 
-// open reports whether a question is waiting for an answer at some stream.
-func (h *hub) open() bool {
+// asking reports whether a question of session (its own, or a child's routed here) is
+// waiting for an answer at some stream of this hub.
+func (h *hub) asking(session string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.asked) > 0
+	for _, s := range h.asked {
+		if s == session {
+			return true
+		}
+	}
+	return false
 }
 
 // Kind makes an interactive or gateway stream a client of the session.
@@ -117,11 +123,15 @@ func (s *subscriber) Notify(e orchestrator.Event) {
 	ev := api.Event{Seq: h.seq, Session: h.session, Kind: e.Kind, Question: e.Question, Settled: e.Settled}
 	var counted, settled bool
 	switch {
-	case e.Question != nil && !h.asked[e.Question.ID]:
-		h.asked[e.Question.ID], counted = true, true
-	case e.Settled != nil && h.asked[e.Settled.ID]:
-		delete(h.asked, e.Settled.ID)
-		settled = true
+	case e.Question != nil:
+		if _, seen := h.asked[e.Question.ID]; !seen {
+			h.asked[e.Question.ID], counted = e.Question.Session, true
+		}
+	case e.Settled != nil:
+		if _, seen := h.asked[e.Settled.ID]; seen {
+			delete(h.asked, e.Settled.ID)
+			settled = true
+		}
 	}
 	h.mu.Unlock()
 	if counted && h.onQuestion != nil {

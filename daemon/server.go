@@ -542,7 +542,7 @@ func (s *Server) watchJob(e *entry, j *orchestrator.Job, art string, last *atomi
 			e.hub.publish(api.Event{Kind: api.EventJobEnd, Job: &api.Job{ID: j.ID(), Script: j.Script(), Done: true, Artifact: art, Result: res}})
 			return
 		case <-tick:
-			if e.hub.open() {
+			if s.asking(e) {
 				last.Store(time.Now().UnixNano())
 				continue
 			}
@@ -554,6 +554,29 @@ func (s *Server) watchJob(e *entry, j *orchestrator.Job, art string, last *atomi
 			return
 		}
 	}
+}
+
+// asking reports whether a question of e's session waits for an answer: at its own streams
+// or, routed up the chain, at an ancestor's.
+func (s *Server) asking(e *entry) bool {
+	id := e.info.ID
+	for x := e; x != nil; {
+		if x.hub.asking(id) {
+			return true
+		}
+		x.mu.Lock()
+		parent := x.info.Parent
+		x.mu.Unlock()
+		if parent == "" {
+			break
+		}
+		p, err := s.get(parent)
+		if err != nil {
+			break
+		}
+		x = p
+	}
+	return false
 }
 
 // parseDuration reads a duration; a bare number is seconds; "-1": no limit.
