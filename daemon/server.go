@@ -86,6 +86,7 @@ type entry struct {
 
 	mu        sync.Mutex
 	info      api.Session       // guarded by mu
+	gone      bool              // guarded by mu: closed; its state directory goes
 	children  []string          // guarded by mu
 	artifacts map[string]string // guarded by mu: job id -> artifact file
 }
@@ -169,11 +170,15 @@ func (s *Server) sessionDir(id string) string {
 // stateFile is where a session's description is kept, so that a new daemon lists it again.
 const stateFile = "session.json"
 
-// save writes a session's state file (0600 from the moment it exists), replacing it whole.
+// save writes a session's state file (0600 from the moment it exists), replacing it whole;
+// once the session is closed it does nothing.
 func (e *entry) save() error {
 	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.gone {
+		return nil
+	}
 	b, err := json.MarshalIndent(e.info, "", "  ")
-	e.mu.Unlock()
 	if err != nil {
 		return err
 	}
@@ -206,6 +211,11 @@ func (s *Server) recover() {
 			if s.cfg.Recover != nil {
 				if r := s.cfg.Recover(s.life, info); r != "" {
 					info.Reason = r
+				}
+			}
+			for i := range info.Jobs {
+				if !info.Jobs[i].Done {
+					info.Jobs[i].Done, info.Jobs[i].Lost = true, true
 				}
 			}
 		}
@@ -343,6 +353,7 @@ func (s *Server) describe(e *entry) api.Session {
 	arts := e.artifacts
 	e.mu.Unlock()
 	if e.s != nil {
+		info.Jobs = nil
 		for _, j := range e.s.Jobs() {
 			info.Jobs = append(info.Jobs, describeJob(j, arts))
 		}
@@ -412,6 +423,9 @@ func (s *Server) closeSession(id string) (api.Session, error) {
 		info.State = api.Closed
 	}
 	e.hub.close()
+	e.mu.Lock()
+	e.gone = true
+	e.mu.Unlock()
 	if err := os.RemoveAll(e.dir); err != nil {
 		errs = append(errs, err)
 	}
@@ -496,7 +510,9 @@ func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (*orch
 	}
 	e.mu.Lock()
 	e.artifacts[j.ID()] = art
+	e.info.Jobs = append(e.info.Jobs, api.Job{ID: j.ID(), Script: j.Script(), Artifact: art})
 	e.mu.Unlock()
+	e.save() // a daemon killed now still lists the job, and its output so far
 	s.metrics.add(func(m *metrics) { m.detached++ })
 	s.wg.Add(1)
 	go s.watchJob(e, j, art, &last)
@@ -537,6 +553,14 @@ func (s *Server) watchJob(e *entry, j *orchestrator.Job, art string, last *atomi
 		select {
 		case <-j.Done():
 			res := j.Result()
+			e.mu.Lock()
+			for i := range e.info.Jobs {
+				if e.info.Jobs[i].ID == j.ID() {
+					e.info.Jobs[i].Done, e.info.Jobs[i].Result = true, res
+				}
+			}
+			e.mu.Unlock()
+			e.save()
 			s.countSteps(res)
 			s.metrics.add(func(m *metrics) { m.jobs[res.End.Kind]++ })
 			e.hub.publish(api.Event{Kind: api.EventJobEnd, Job: &api.Job{ID: j.ID(), Script: j.Script(), Done: true, Artifact: art, Result: res}})

@@ -148,6 +148,12 @@ func TestDaemonRestartDocker(t *testing.T) {
 			t.Errorf("session %s: containers left %v %v", id, ids, err)
 		}
 	}
+	// The running job is listed as lost; its artifact holds the output it had produced.
+	if jobs := got[a.ID].Jobs; len(jobs) != 1 || jobs[0].ID != r.End.Job || !jobs[0].Lost {
+		t.Errorf("the killed daemon's job: %+v", jobs)
+	} else if b, err := os.ReadFile(jobs[0].Artifact); err != nil || !strings.HasPrefix(string(b), "line1\nline2\n") {
+		t.Errorf("the lost job's artifact: %q %v", b, err)
+	}
 	n, err := c.Open(ctx, api.OpenRequest{Workspace: ws})
 	if err != nil {
 		t.Fatal(err)

@@ -121,6 +121,9 @@ type Job struct {
 	Done     bool                 `json:"done"`
 	Artifact string               `json:"artifact,omitempty"` // the file holding all its output
 	Result   *orchestrator.Result `json:"result,omitempty"`
+	// Lost: the job's kernel ended with a daemon that was killed; its artifact holds the
+	// output it had produced by then.
+	Lost bool `json:"lost,omitempty"`
 }
 
 // SpawnRequest spawns a child.
