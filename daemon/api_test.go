@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -507,5 +508,51 @@ func TestAPIJobWaitsForItsQuestion(t *testing.T) {
 	j, err = d.c.Wait(ctx, child.ID, r.End.Job, "30s")
 	if err != nil || !j.Done || j.Result.End.Kind != orchestrator.Finished || stdout(j.Result) != "kid\n" {
 		t.Fatalf("the child's job after the answer: %v %+v", err, j.Result)
+	}
+}
+
+// The document's schemas name exactly the JSON fields of the API's types.
+func TestOpenAPISchemasMatchTypes(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(daemon.OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]any{
+		"OpenRequest": api.OpenRequest{}, "Session": api.Session{}, "BashRequest": api.BashRequest{},
+		"Job": api.Job{}, "SpawnRequest": api.SpawnRequest{}, "AnswerRequest": api.AnswerRequest{},
+		"Event": api.Event{}, "Error": api.Error{}, "Health": api.Health{},
+		"Result": orchestrator.Result{}, "StepResult": orchestrator.StepResult{}, "End": orchestrator.End{},
+		"Question": orchestrator.Question{}, "Settlement": orchestrator.Settlement{},
+		"FSReadRequest": orchestrator.FSReadRequest{}, "FSWriteRequest": orchestrator.FSWriteRequest{}, "FSReply": orchestrator.FSReply{},
+	} {
+		schema, ok := doc.Components.Schemas[name]
+		if !ok {
+			t.Errorf("no schema %s", name)
+			continue
+		}
+		fields := map[string]bool{}
+		rt := reflect.TypeOf(v)
+		for i := range rt.NumField() {
+			tag, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			if tag != "" && tag != "-" {
+				fields[tag] = true
+			}
+		}
+		for f := range fields {
+			if _, ok := schema.Properties[f]; !ok {
+				t.Errorf("%s: field %s is not in the document", name, f)
+			}
+		}
+		for p := range schema.Properties {
+			if !fields[p] {
+				t.Errorf("%s: the document's %s is no field", name, p)
+			}
+		}
 	}
 }
