@@ -219,7 +219,7 @@ func (s *Server) recover() {
 				}
 			}
 		}
-		e := &entry{info: info, dir: dir, hub: newHub(info.ID), artifacts: map[string]string{}}
+		e := &entry{info: info, dir: dir, hub: newHub(info.ID), children: slices.Clone(info.Children), artifacts: map[string]string{}}
 		e.hub.close()
 		if err := e.save(); err != nil {
 			s.log.Warn("session state file", "session", info.ID, "error", err)
@@ -441,6 +441,14 @@ func (s *Server) closeSession(id string) (api.Session, error) {
 	return info, errors.Join(errs...)
 }
 
+// detached reports whether a job id is a call that went on past its budget.
+func (e *entry) detached(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.artifacts[id]
+	return ok
+}
+
 // close closes the session, then frees its transport's resources.
 func (e *entry) close() error {
 	err := e.s.Close()
@@ -497,6 +505,8 @@ func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (*orch
 		return nil, "", err
 	}
 	if res.End.Kind != orchestrator.Detached {
+		// A call that ended within its budget is no job: only detached calls are kept.
+		e.s.ForgetJobs(e.detached)
 		s.countSteps(res)
 		if !dropped(res) {
 			os.Remove(art)

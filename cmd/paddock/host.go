@@ -40,7 +40,7 @@ func hostedRequest(fs *pflag.FlagSet, workspace string) (api.OpenRequest, error)
 			return
 		}
 		switch f.Name {
-		case "workspace", "json":
+		case "workspace", "json", "budget", "no-output-timeout": // the command's own
 		case "host":
 			if !strings.HasPrefix(f.Value.String(), "unix://") {
 				req.Settings[keys["host"]] = f.Value.String()

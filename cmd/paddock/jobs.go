@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
 )
 
@@ -111,7 +114,7 @@ func newSessionsCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "sessions",
-		Short: "List and close a daemon's sessions",
+		Short: "Open, list, run in, spawn from and close a daemon's sessions",
 	}
 	list := &cobra.Command{
 		Use:   "list",
@@ -169,8 +172,120 @@ func newSessionsCmd() *cobra.Command {
 			return nil
 		},
 	}
-	for _, sub := range []*cobra.Command{list, closeCmd} {
-		hostFlag(sub.Flags(), &host)
+	var (
+		workspace, budget, noOutput string
+		isolated                    bool
+		name                        string
+		tf                          transportFlags
+	)
+	open := &cobra.Command{
+		Use:   "open [--workspace DIR] [--budget D] [--no-output-timeout D] [transport flags]",
+		Short: "Open a session in the daemon and print its id",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if workspace == "" {
+				wd, err := os.Getwd()
+				if err != nil {
+					return err
+				}
+				workspace = wd
+			}
+			ws, err := filepath.Abs(workspace)
+			if err != nil {
+				return err
+			}
+			req, err := hostedRequest(cmd.Flags(), ws)
+			if err != nil {
+				return err
+			}
+			req.BlockingBudget, req.NoOutputTimeout = budget, noOutput
+			c, err := dial(daemonHost(cmd.Flags())) // --host is the daemon only as unix://…
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			s, err := c.Open(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			for _, w := range s.Warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), "paddock:", w)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), s)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), s.ID)
+			return nil
+		},
+	}
+	open.Flags().StringVarP(&workspace, "workspace", "w", "", "the session's workspace and working directory (default: the current directory)")
+	open.Flags().StringVar(&budget, "budget", "", "how long a call blocks before it goes on as a job (default: shell.blockingBudget)")
+	open.Flags().StringVar(&noOutput, "no-output-timeout", "", "kill a job that printed nothing for this long (default: never)")
+	tf.register(open.Flags())
+	registerRunSettings(open.Flags())
+	spawn := &cobra.Command{
+		Use:   "spawn PARENT --name NAME [--isolated]",
+		Short: "Spawn a child of a daemon's session and print its id",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := dial(host)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			mode := orchestrator.Shared
+			if isolated {
+				mode = orchestrator.Isolated
+			}
+			s, err := c.Spawn(cmd.Context(), args[0], api.SpawnRequest{Name: name, Workspace: mode})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), s)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), s.ID)
+			return nil
+		},
+	}
+	spawn.Flags().StringVar(&name, "name", "", "the child's name, shown with its questions")
+	spawn.Flags().BoolVar(&isolated, "isolated", false, "work in a clone of the parent's workspace, handed back when the child closes")
+	var callBudget string
+	runIn := &cobra.Command{
+		Use:   "run SESSION [--budget D] -- SCRIPT",
+		Short: "Run a script in a daemon's session; past its budget it goes on as a job",
+		Long: `Run runs a script in an open session and prints its result. A call that passes its blocking
+budget ends "detached" with the output so far and the job's id (paddock jobs wait, kill); the
+exit status is the script's, 0 when detached.`,
+		Args: usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := dial(host)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			r, err := c.Bash(cmd.Context(), args[0], api.BashRequest{Script: args[1], Budget: callBudget})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := printJSON(cmd.OutOrStdout(), r); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprint(cmd.OutOrStdout(), r.Result.String())
+			}
+			if r.End.Status != 0 {
+				return &codeError{code: r.End.Status}
+			}
+			return nil
+		},
+	}
+	runIn.Flags().StringVar(&callBudget, "budget", "", "this call's blocking budget (default: the session's)")
+	for _, sub := range []*cobra.Command{list, closeCmd, open, spawn, runIn} {
+		if sub != open { // open has the transport flags' --host, read by daemonHost
+			hostFlag(sub.Flags(), &host)
+		}
 		sub.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 		cmd.AddCommand(sub)
 	}
