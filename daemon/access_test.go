@@ -285,3 +285,16 @@ func TestPeerAllowedDecision(t *testing.T) {
 		}
 	}
 }
+
+// The default socket directory: $TMPDIR/paddock-<uid>, /tmp when TMPDIR is unset.
+func TestDefaultDir(t *testing.T) {
+	uid := fmt.Sprint(os.Getuid())
+	t.Setenv("TMPDIR", "/var/tmp/x")
+	if got := daemon.DefaultDir(); got != "/var/tmp/x/paddock-"+uid {
+		t.Errorf("TMPDIR set: %s", got)
+	}
+	os.Unsetenv("TMPDIR")
+	if got := daemon.DefaultSocket(); got != "/tmp/paddock-"+uid+"/paddock.sock" {
+		t.Errorf("TMPDIR unset: %s", got)
+	}
+}
