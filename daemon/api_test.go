@@ -307,8 +307,8 @@ func pidsNamed(name string) []string {
 	return out
 }
 
-// A job that prints nothing for the no-output timeout is killed; one that keeps printing is
-// not.
+// A call that prints nothing for the no-output timeout is killed, detached or not; one that
+// keeps printing is not.
 func TestAPINoOutputTimeout(t *testing.T) {
 	d := startDaemon(t, daemonOptions{})
 	ctx := context.Background()
@@ -332,6 +332,13 @@ func TestAPINoOutputTimeout(t *testing.T) {
 	j, err = d.c.Wait(ctx, s.ID, talk.End.Job, "30s")
 	if err != nil || !j.Done || j.Result.End.Kind != orchestrator.Finished {
 		t.Fatalf("the talking job: %+v %v", j.Result, err)
+	}
+	// The timeout counts from a call's first moment: a blocking call that goes quiet is
+	// killed before its budget passes.
+	t0 := time.Now()
+	r, err := d.c.Bash(ctx, s.ID, api.BashRequest{Script: "echo one; sleep 60", Budget: "60s"})
+	if err != nil || r.End.Kind != orchestrator.Killed || stdout(r.Result) != "one\n" || time.Since(t0) > 30*time.Second {
+		t.Fatalf("a quiet blocking call after %v: %v %+v", time.Since(t0), err, r.Result)
 	}
 }
 

@@ -477,34 +477,52 @@ func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (*orch
 	if e.s == nil {
 		return nil, "", &stateError{ID: e.info.ID}
 	}
-	var budget time.Duration
+	budget := e.cfg.Budget // 0: the call blocks to its end
 	if req.Budget != "" {
 		d, err := parseDuration(req.Budget)
 		if err != nil {
 			return nil, "", &badRequest{msg: "budget: " + err.Error()}
 		}
-		budget = d
-		if budget == 0 {
-			budget = -1
-		}
+		budget = max(d, 0)
 	}
 	n := e.calls.Add(1)
 	art := filepath.Join(e.dir, fmt.Sprintf("call-%d.out", n))
 	var last atomic.Int64
 	last.Store(time.Now().UnixNano())
-	call := orchestrator.Call{Script: req.Script, Budget: budget, Artifact: art,
+	call := orchestrator.Call{Script: req.Script, Artifact: art,
 		Live: func(step, fd int, data []byte) {
 			last.Store(time.Now().UnixNano())
 			e.hub.publish(api.Event{Kind: api.EventOutput, Output: &api.Output{Step: step, FD: fd, Data: string(data)}})
 		}}
 	t0 := time.Now()
-	res, err := e.s.Run(ctx, call)
-	s.metrics.add(func(m *metrics) { m.callSeconds.observe(time.Since(t0)) })
+	defer func() { s.metrics.add(func(m *metrics) { m.callSeconds.observe(time.Since(t0)) }) }()
+	j, err := e.s.StartJob(call)
 	if err != nil {
 		os.Remove(art)
 		return nil, "", err
 	}
-	if res.End.Kind != orchestrator.Detached {
+	if e.noOT > 0 {
+		s.wg.Add(1)
+		go s.silence(e, j, &last)
+	}
+	var timeout <-chan time.Time
+	if budget > 0 {
+		t := time.NewTimer(budget)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-j.Done():
+	case <-ctx.Done():
+		j.Kill()
+		<-j.Done()
+		e.s.ForgetJobs(e.detached)
+		os.Remove(art)
+		return nil, "", ctx.Err()
+	case <-timeout:
+	}
+	res := j.Result()
+	if res.End.Kind != "" { // ended in time (or while its snapshot was taken)
 		// A call that ended within its budget is no job: only detached calls are kept.
 		e.s.ForgetJobs(e.detached)
 		s.countSteps(res)
@@ -514,10 +532,7 @@ func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (*orch
 		}
 		return res, art, nil
 	}
-	j, err := e.s.Job(res.End.Job)
-	if err != nil {
-		return res, art, nil
-	}
+	res.End = orchestrator.End{Kind: orchestrator.Detached, Job: j.ID()}
 	e.mu.Lock()
 	e.artifacts[j.ID()] = art
 	e.info.Jobs = append(e.info.Jobs, api.Job{ID: j.ID(), Script: j.Script(), Artifact: art})
@@ -525,7 +540,7 @@ func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (*orch
 	e.save() // a daemon killed now still lists the job, and its output so far
 	s.metrics.add(func(m *metrics) { m.detached++ })
 	s.wg.Add(1)
-	go s.watchJob(e, j, art, &last)
+	go s.watchJob(e, j, art)
 	return res, art, nil
 }
 
@@ -548,34 +563,42 @@ func (s *Server) countSteps(r *orchestrator.Result) {
 	})
 }
 
-// watchJob waits for a detached job's end, telling the stream; with a no-output timeout it
-// kills the job once it has printed nothing for that long (a question waiting for an
-// answer counts as activity: the job's step waits with it).
-func (s *Server) watchJob(e *entry, j *orchestrator.Job, art string, last *atomic.Int64) {
+// watchJob waits for a detached job's end and tells the stream.
+func (s *Server) watchJob(e *entry, j *orchestrator.Job, art string) {
 	defer s.wg.Done()
-	var tick <-chan time.Time
-	if e.noOT > 0 {
-		t := time.NewTicker(max(e.noOT/8, 10*time.Millisecond))
-		defer t.Stop()
-		tick = t.C
+	select {
+	case <-j.Done():
+	case <-s.life.Done():
+		return
 	}
+	res := j.Result()
+	e.mu.Lock()
+	for i := range e.info.Jobs {
+		if e.info.Jobs[i].ID == j.ID() {
+			e.info.Jobs[i].Done, e.info.Jobs[i].Result = true, res
+		}
+	}
+	e.mu.Unlock()
+	e.save()
+	s.countSteps(res)
+	s.metrics.add(func(m *metrics) { m.jobs[res.End.Kind]++ })
+	e.hub.publish(api.Event{Kind: api.EventJobEnd, Job: &api.Job{ID: j.ID(), Script: j.Script(), Done: true, Artifact: art, Result: res}})
+}
+
+// silence kills a call, from its first moment, once it has printed nothing for the session's
+// no-output timeout. A question waiting for an answer counts as activity: the call's step
+// waits with it.
+func (s *Server) silence(e *entry, j *orchestrator.Job, last *atomic.Int64) {
+	defer s.wg.Done()
+	t := time.NewTicker(max(e.noOT/8, 10*time.Millisecond))
+	defer t.Stop()
 	for {
 		select {
 		case <-j.Done():
-			res := j.Result()
-			e.mu.Lock()
-			for i := range e.info.Jobs {
-				if e.info.Jobs[i].ID == j.ID() {
-					e.info.Jobs[i].Done, e.info.Jobs[i].Result = true, res
-				}
-			}
-			e.mu.Unlock()
-			e.save()
-			s.countSteps(res)
-			s.metrics.add(func(m *metrics) { m.jobs[res.End.Kind]++ })
-			e.hub.publish(api.Event{Kind: api.EventJobEnd, Job: &api.Job{ID: j.ID(), Script: j.Script(), Done: true, Artifact: art, Result: res}})
 			return
-		case <-tick:
+		case <-s.life.Done():
+			return
+		case <-t.C:
 			if s.asking(e) {
 				last.Store(time.Now().UnixNano())
 				continue
@@ -583,9 +606,8 @@ func (s *Server) watchJob(e *entry, j *orchestrator.Job, art string, last *atomi
 			if time.Since(time.Unix(0, last.Load())) >= e.noOT {
 				s.log.Warn("job killed: no output", "session", e.info.ID, "job", j.ID(), "timeout", e.noOT)
 				j.Kill()
+				return
 			}
-		case <-s.life.Done():
-			return
 		}
 	}
 }

@@ -16,3 +16,9 @@ func (s *Session) ForgetJobs(keep func(id string) bool) {
 		}
 	}
 }
+
+// StartJob starts a call of the bash tool as a job at once, on the session's lifetime, and
+// returns it: its caller decides how long to wait (Job.Done) before answering detached with
+// the result so far (Job.Result), as Run does with a budget. A daemon uses it to watch a
+// call's silence from its first moment.
+func (s *Session) StartJob(call Call) (*Job, error) { return s.startJob(call) }
