@@ -27,6 +27,9 @@ var runKeys = map[string]string{
 	"auto-effects": "shell.autoEffects",
 }
 
+// handedBack is a transport that hands a copied workspace back when its kernel ends.
+type handedBack interface{ HandbackConflicts() int }
+
 func newRunCmd() *cobra.Command {
 	var (
 		workspace string
@@ -113,6 +116,14 @@ PADDOCK_HOST) the session is opened in that daemon instead, with the same flags.
 			}
 			if res.End.Status != 0 {
 				return &codeError{code: res.End.Status}
+			}
+			// A workspace copied to a box comes back when the session closes; a hand-back
+			// that conflicted is the run's outcome.
+			if err := s.Close(); err != nil {
+				return err
+			}
+			if hb, ok := cfg.Transport.(handedBack); ok && hb.HandbackConflicts() > 0 {
+				return &codeError{code: exitConflicts, err: fmt.Errorf("the workspace came back with conflicts: %d", hb.HandbackConflicts())}
 			}
 			return nil
 		},

@@ -79,9 +79,16 @@ func (f *transportFlags) configureSSH(ctx context.Context, cfg *orchestrator.Con
 // session closes), the box's copy is handed back to the parent, once, and the outcome shown.
 type syncTransport struct {
 	*ssh.Transport
-	sync *ssh.Sync
-	out  io.Writer
-	once sync.Once
+	sync      *ssh.Sync
+	out       io.Writer
+	once      sync.Once
+	conflicts int // set by handback
+}
+
+// HandbackConflicts counts the conflicts of the hand-back, once it has run.
+func (t *syncTransport) HandbackConflicts() int {
+	t.handback()
+	return t.conflicts
 }
 
 func startSync(ctx context.Context, t *ssh.Transport, parent string) (*syncTransport, error) {
@@ -119,6 +126,7 @@ func (t *syncTransport) handback() {
 			fmt.Fprintf(t.out, "paddock: the workspace on %s was not handed back: %v (the local copy is in %s)\n", t.Host, err, t.sync.Dir)
 			return
 		}
+		t.conflicts = rep.Counts.Conflicts
 		fmt.Fprintf(t.out, "paddock: workspace handed back from %s: %d changes taken, %d conflicts\n", t.Host, rep.Counts.Taken, rep.Counts.Conflicts)
 		for _, c := range rep.Conflicts {
 			fmt.Fprintf(t.out, "paddock: conflict: %s (%s); the box's version is in %s\n", c.Path, c.Reason, filepath.Join(t.sync.Dir, c.Saved))

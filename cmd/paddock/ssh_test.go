@@ -71,3 +71,19 @@ func TestRunOverSSHSync(t *testing.T) {
 		t.Errorf("the box's copy %s is left: %v", strings.TrimSpace(out), err)
 	}
 }
+
+// --sync with a path changed on both sides: the hand-back keeps the local version, saves
+// the box's, and the run exits 3. (The box is this machine, so the script can change the
+// local workspace behind the copy's back.)
+func TestRunOverSSHSyncConflict(t *testing.T) {
+	_, cache := sshHome(t)
+	ws := fixture(t)
+	script := "echo box > a.txt; echo local > " + filepath.Join(ws, "a.txt")
+	_, errOut, code := paddock(t, ws, "run", "--transport", "ssh", "--host", "box", "--kernel-cache", cache, "--sync", "--", script)
+	if code != exitConflicts || !strings.Contains(errOut, "conflicts: 1") {
+		t.Fatalf("exit %d, stderr %q; want %d and the conflict named", code, errOut, exitConflicts)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "local\n" {
+		t.Fatalf("a.txt = %q, want the local version kept", b)
+	}
+}
