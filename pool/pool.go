@@ -194,11 +194,18 @@ func (p *Pool) Start(ctx context.Context, spec transport.Spec) (transport.Kernel
 	b.failures = 0
 	for {
 		if k := b.pop(); k != nil {
-			p.refill(b)
 			p.mu.Unlock()
-			if err := k.claim(spec, p.log); err != nil {
+			// The refill begins once the claimed kernel has answered its session (or after
+			// RefillAfter): the sandboxes it starts do not compete with the claim.
+			refill := sync.OnceFunc(func() {
+				p.mu.Lock()
+				p.refill(b)
+				p.mu.Unlock()
+			})
+			if err := k.claim(spec, p.log, refill); err != nil {
 				p.log.Warn("a warm kernel could not be claimed; it is removed", "err", err)
 				k.inner.Kill()
+				refill()
 				p.mu.Lock()
 				continue
 			}
@@ -444,6 +451,24 @@ func (k *kernel) alive() bool {
 	}
 }
 
+// RefillAfter is how long after a claim the pool refills when the claimed kernel has not
+// answered its session before.
+const RefillAfter = time.Second
+
+// firstRead calls first once, when the first bytes are read through it.
+type firstRead struct {
+	r     io.Reader
+	first func()
+}
+
+func (f *firstRead) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if n > 0 || err != nil {
+		f.first()
+	}
+	return n, err
+}
+
 // RelabelTimeout bounds the relabelling of a claimed kernel's sandbox.
 const RelabelTimeout = 30 * time.Second
 
@@ -451,10 +476,12 @@ const RelabelTimeout = 30 * time.Second
 // takes on the session's labels in the background: the session does not wait on the
 // backend's store for a label only the reaper and the tools read (the host labels, which
 // the reaper decides by, are the pool's host's from the start).
-func (k *kernel) claim(spec transport.Spec, log *slog.Logger) error {
+func (k *kernel) claim(spec transport.Spec, log *slog.Logger, answered func()) error {
 	if !k.alive() {
 		return fmt.Errorf("pool: the warm kernel ended: %v", k.err)
 	}
+	k.stdout = &firstRead{r: k.stdout, first: answered}
+	time.AfterFunc(RefillAfter, answered)
 	r, ok := k.inner.(Relabeler)
 	if !ok {
 		return nil
