@@ -95,10 +95,10 @@ type Transport struct {
 	// NoReap skips the reaper at the first Start.
 	NoReap bool
 
-	once  sync.Once
+	mu    sync.Mutex
+	ready bool // guarded by mu: setup succeeded
 	facts Facts
 	img   client.Image
-	err   error
 }
 
 // Start creates the kernel's container and task with the kernel's standard streams as the
@@ -108,10 +108,17 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 		return nil, errors.New("containerd: no client")
 	}
 	ctx = namespaces.WithNamespace(ctx, Namespace)
-	t.once.Do(func() { t.err = t.setup(ctx) })
-	if t.err != nil {
-		return nil, t.err
+	t.mu.Lock()
+	if !t.ready {
+		// Until it succeeds, each Start sets up again: a cancelled first start does not
+		// spoil the transport.
+		if err := t.setup(ctx); err != nil {
+			t.mu.Unlock()
+			return nil, err
+		}
+		t.ready = true
 	}
+	t.mu.Unlock()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	p, err := planContainer(spec, Namespace, t.Mounts, t.Hardening, t.facts, docker.HostLabels(), hex.EncodeToString(b[:]))
