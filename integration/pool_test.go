@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -346,7 +347,15 @@ func testPoolHostKilled(t *testing.T, be poolBackend) {
 	if ids, err := be.containers(ctx, session); err != nil || len(ids) != 0 {
 		t.Fatalf("after the next start the dead host's pool still has containers %v, %v", ids, err)
 	}
+	if be.name == "containerd" {
+		if fifos, _ := filepath.Glob("/run/containerd/fifo/*/" + containerdIDPrefix(session) + "*"); len(fifos) != 0 {
+			t.Fatalf("the dead host's standard-stream FIFOs are left: %v", fifos)
+		}
+	}
 }
+
+// containerdIDPrefix is the prefix of the ids of a session's containers.
+func containerdIDPrefix(session string) string { return "paddock-" + session + "-" }
 
 // paddock run --pool N keeps N sandboxes warm for the command's sessions, runs in one of them
 // (on containerd its host name is its container's id, a pool's), and leaves none behind.

@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/containerd/containerd/v2/defaults"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
@@ -383,9 +385,32 @@ func Reap(ctx context.Context, cli *client.Client) (int, error) {
 			errs = append(errs, fmt.Errorf("remove %s: %w", c.ID(), err))
 			continue
 		}
+		removeFIFOs(defaults.DefaultFIFODir, c.ID())
 		n++
 	}
 	return n, errors.Join(errs...)
+}
+
+// removeFIFOs removes the directories of a container's standard-stream FIFOs its dead host
+// process left under root: those holding nothing but the container's own FIFOs.
+func removeFIFOs(root, id string) {
+	matches, _ := filepath.Glob(filepath.Join(root, "*", id+"-stdin"))
+	for _, m := range matches {
+		dir := filepath.Dir(m)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		ours := true
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Name(), id+"-") {
+				ours = false
+			}
+		}
+		if ours {
+			os.RemoveAll(dir)
+		}
+	}
 }
 
 // SessionContainers returns the ids of the containers that carry session's label.
