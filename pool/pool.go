@@ -86,8 +86,8 @@ type bucket struct {
 	changed  chan struct{}  // guarded by Pool.mu; closed and replaced when ready or starting change
 }
 
-// New returns a pool over cfg.Transport. It starts nothing until Warm or Start names a
-// kind of sandbox.
+// New returns a pool over cfg.Transport. It starts nothing until Warm names a kind of
+// sandbox.
 func New(cfg Config) *Pool {
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = DefaultParallel
@@ -178,8 +178,8 @@ func (p *Pool) WaitReady(ctx context.Context, spec transport.Spec, n int) error 
 }
 
 // Start claims a warm kernel for spec when one is ready (or waits for one in flight, when
-// Wait says so), else starts one cold through the wrapped transport. Either way the pool
-// refills behind it.
+// Wait says so), else starts one cold through the wrapped transport; the pool then refills
+// behind it. A spec like none Warm named starts cold, and is not kept warm.
 func (p *Pool) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
 	p.mu.Lock()
 	if p.closed {
@@ -190,7 +190,13 @@ func (p *Pool) Start(ctx context.Context, spec transport.Spec) (transport.Kernel
 		p.mu.Unlock()
 		return p.cfg.Transport.Start(ctx, spec)
 	}
-	b := p.bucket(spec)
+	b := p.buckets[Key(spec)]
+	if b == nil {
+		// Nothing was warmed for this sandbox: a one-off (an isolated child's own copy, say)
+		// starts cold, and starts no pool of its own.
+		p.mu.Unlock()
+		return p.cfg.Transport.Start(ctx, spec)
+	}
 	b.failures = 0
 	for {
 		if k := b.pop(); k != nil {

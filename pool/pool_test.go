@@ -275,3 +275,25 @@ func TestScopedClosesWithItsFirstSession(t *testing.T) {
 	}
 	late.Close()
 }
+
+// law: pool_only_warmed — a session whose sandbox no Warm named starts cold and leaves no
+// warm kernels behind it.
+func TestUnwarmedStartsCold(t *testing.T) {
+	p, tr, spec := newPool(t, 3)
+	p.Warm(spec)
+	waitReady(t, p, spec, 3)
+	other := spec
+	other.Cwd = t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	open(t, ctx, p, other, nil)
+	if n := tr.count(); n != 4 {
+		t.Fatalf("%d kernels started, want the 3 warm and 1 cold", n)
+	}
+	if n := p.Ready(other); n != 0 {
+		t.Fatalf("%d warm kernels for a sandbox nobody warmed", n)
+	}
+	if n := p.Ready(spec); n != 3 {
+		t.Fatalf("the warmed sandbox's pool holds %d, want 3 untouched", n)
+	}
+}
