@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,33 @@ func TestAPIQuestionAnsweredFromSecondClient(t *testing.T) {
 		t.Errorf("read of a missing file: %v", err)
 	}
 
+	// A file access the auto set does not grant takes the approval route like a step: a
+	// secret, asked on the stream, refused by the answer.
+	werr := make(chan error, 1)
+	go func() {
+		_, err := d.c.Write(ctx, s.ID, orchestrator.FSWriteRequest{Path: filepath.Join(ws, ".npmrc"), Content: "//registry/:_authToken=x\n"})
+		werr <- err
+	}()
+	asked := make(chan api.Event, 1)
+	go func() { asked <- nextKind(t, st, orchestrator.EventQuestion) }()
+	select {
+	case err := <-werr:
+		t.Fatalf("a secret write was not asked: %v", err)
+	case q = <-asked:
+	}
+	if !strings.Contains(q.Question.Command, "fs.write") || !slices.Contains(q.Question.Effects, "secret") {
+		t.Errorf("file access question %+v", q.Question)
+	}
+	if err := other.Answer(ctx, s.ID, q.Question.ID, api.AnswerRequest{Approve: false}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-werr; !errors.As(err, &ce) || ce.Code() == "" {
+		t.Errorf("a refused secret write: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".npmrc")); err == nil {
+		t.Error("the refused write happened")
+	}
+
 	// An isolated child: its question reaches the parent's stream with its name; its
 	// changes come back when it is collected.
 	child, err := d.c.Spawn(ctx, s.ID, api.SpawnRequest{Name: "helper", Workspace: orchestrator.Isolated})
@@ -199,8 +227,8 @@ func TestAPIQuestionAnsweredFromSecondClient(t *testing.T) {
 	for _, want := range []string{
 		"paddock_sessions_open 1\n", "paddock_sessions_opened_total 2\n",
 		`paddock_steps_total{verdict="ran"} 6`, `paddock_steps_total{verdict="denied"} 1`,
-		"paddock_questions_total 3\n", `paddock_answers_total{outcome="approved"} 2`,
-		`paddock_answers_total{outcome="denied"} 1`, "paddock_clone_seconds_count 1\n", "paddock_handback_seconds_count 1\n",
+		"paddock_questions_total 4\n", `paddock_answers_total{outcome="approved"} 2`,
+		`paddock_answers_total{outcome="denied"} 2`, "paddock_clone_seconds_count 1\n", "paddock_handback_seconds_count 1\n",
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q:\n%s", want, m)

@@ -86,7 +86,6 @@ func opener(kernelPath string, limit output.Limit) func(ctx context.Context, req
 			Limit:     limit,
 			Budget:    budget,
 			Policy:    orchestrator.Policy{Rules: []policy.ShellRule{{Action: policy.AskRule, Prefix: []string{"touch"}, Source: "test"}}},
-			Handlers:  orchestrator.FSHandlers(orchestrator.FSConfig{Roots: []string{req.Workspace}}),
 		}
 		return daemon.Opened{Config: cfg, Transport: "local", NoOutputTimeout: noOT}, nil
 	}

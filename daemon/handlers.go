@@ -223,12 +223,7 @@ func (s *Server) fsHandler(typ string) http.HandlerFunc {
 			writeErr(w, &badRequest{msg: err.Error()})
 			return
 		}
-		h := e.cfg.Handlers[typ]
-		if h == nil {
-			writeErr(w, &orchestrator.NotFoundError{What: "handler", ID: typ})
-			return
-		}
-		out, err := h(r.Context(), orchestrator.HostRequest{ID: "api", Type: typ, Body: body})
+		out, err := e.s.Serve(r.Context(), typ, body)
 		if err != nil {
 			writeErr(w, err)
 			return

@@ -1,5 +1,11 @@
 package orchestrator
 
+import (
+	"context"
+	"encoding/json"
+	"maps"
+)
+
 // ForgetJobs drops the ended jobs for which keep is false from the session's list, so that a
 // long-lived session (a daemon's) does not hold every call it ever ran. A live job is never
 // dropped.
@@ -22,3 +28,16 @@ func (s *Session) ForgetJobs(keep func(id string) bool) {
 // the result so far (Job.Result), as Run does with a budget. A daemon uses it to watch a
 // call's silence from its first moment.
 func (s *Session) StartJob(call Call) (*Job, error) { return s.startJob(call) }
+
+// Serve serves one host request of type typ as the session serves its kernel's (fs.read,
+// fs.write, session.spawn, … and Config.Handlers over them), with the same paths, policy and
+// approval route: a daemon's API uses it for the file accesses its clients ask for.
+func (s *Session) Serve(ctx context.Context, typ string, body json.RawMessage) (any, error) {
+	h := s.hostHandlers()
+	maps.Copy(h, s.cfg.Handlers)
+	f := h[typ]
+	if f == nil {
+		return nil, &NotFoundError{What: "host request type", ID: typ}
+	}
+	return f(ctx, HostRequest{ID: "api", Type: typ, Body: body})
+}
