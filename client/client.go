@@ -321,3 +321,14 @@ func FromEnv(flag string) string {
 
 // Host returns the daemon's address, unix://PATH.
 func (c *Client) Host() string { return "unix://" + c.socket }
+
+// Collect waits for a child started with a script (timeout "": to its end), closes it and
+// hands its workspace back: the child's report.
+func (c *Client) Collect(ctx context.Context, id, child, timeout string) (orchestrator.Collected, error) {
+	var rep orchestrator.Collected
+	p := sp(id, "children", url.PathEscape(child), "collect")
+	if timeout != "" {
+		p += "?timeout=" + url.QueryEscape(timeout)
+	}
+	return rep, c.do(ctx, "POST", p, nil, &rep)
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -437,7 +438,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		if r.Pattern == "/v1/sessions/{id}/events" {
 			continue // a stream; the other tests read it
 		}
-		path := strings.NewReplacer("{id}", "nosuch", "{job}", "nosuch", "{question}", "nosuch").Replace(r.Pattern)
+		path := strings.NewReplacer("{id}", "nosuch", "{job}", "nosuch", "{question}", "nosuch", "{child}", "nosuch").Replace(r.Pattern)
 		code, body := rawRequest(t, d.socket, r.Method, path)
 		if code == 404 && strings.Contains(body, "no route") {
 			t.Errorf("%s %s: not routed", r.Method, r.Pattern)
@@ -564,6 +565,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"Event": api.Event{}, "Error": api.Error{}, "Health": api.Health{},
 		"Result": orchestrator.Result{}, "StepResult": orchestrator.StepResult{}, "End": orchestrator.End{},
 		"Question": orchestrator.Question{}, "Settlement": orchestrator.Settlement{},
+		"Collected": orchestrator.Collected{}, "SpawnedChild": orchestrator.SpawnedChild{},
 		"FSReadRequest": orchestrator.FSReadRequest{}, "FSWriteRequest": orchestrator.FSWriteRequest{}, "FSReply": orchestrator.FSReply{},
 	} {
 		schema, ok := doc.Components.Schemas[name]
@@ -589,5 +591,57 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 				t.Errorf("%s: the document's %s is no field", name, p)
 			}
 		}
+	}
+}
+
+// A child started with a script runs as a job; the session lists it; collecting it waits
+// for its end, closes it and hands its isolated workspace back, once.
+func TestAPISpawnWithScriptCollect(t *testing.T) {
+	d := startDaemon(t, daemonOptions{})
+	ctx := context.Background()
+	ws := t.TempDir()
+	s, err := d.c.Open(ctx, api.OpenRequest{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "go-on"), nil, 0o644)
+	child, err := d.c.Spawn(ctx, s.ID, api.SpawnRequest{Name: "worker", Workspace: orchestrator.Isolated,
+		Script: "while [ ! -e release ]; do sleep 0.05; done; echo made > made.txt; echo worked"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := d.c.Session(ctx, s.ID)
+	if err != nil || len(info.Spawned) != 1 || info.Spawned[0].ID != child.ID || info.Spawned[0].Name != "worker" || info.Spawned[0].Done {
+		t.Fatalf("spawned %+v %v", info.Spawned, err)
+	}
+	rep, err := d.c.Collect(ctx, s.ID, child.ID, "100ms")
+	if err != nil || rep.Done {
+		t.Fatalf("a collect that times out: %+v %v", rep, err)
+	}
+	// The child works in its own copy: release it there.
+	var copyDir string
+	filepath.WalkDir(d.state, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && e.Name() == "go-on" && strings.Contains(p, "copy") {
+			copyDir = filepath.Dir(p)
+		}
+		return nil
+	})
+	if copyDir == "" {
+		t.Fatal("no copy of the workspace")
+	}
+	os.WriteFile(filepath.Join(copyDir, "release"), nil, 0o644)
+	rep, err = d.c.Collect(ctx, s.ID, child.ID, "")
+	if err != nil || !rep.Done || rep.Result == nil || stdout(rep.Result) != "worked\n" || rep.Handback == nil {
+		t.Fatalf("collected %+v %v", rep, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "made.txt")); string(b) != "made\n" {
+		t.Errorf("made.txt after the hand-back: %q", b)
+	}
+	again, err := d.c.Collect(ctx, s.ID, child.ID, "")
+	if err != nil || again.Child != rep.Child || !again.Done {
+		t.Errorf("collected again: %+v %v", again, err)
+	}
+	if _, err := d.c.Collect(ctx, s.ID, "nosuch", ""); err == nil {
+		t.Error("collecting an unknown child")
 	}
 }

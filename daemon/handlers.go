@@ -37,6 +37,7 @@ func (s *Server) routes() {
 		"POST /v1/sessions/{id}/fs/write":                    s.fsHandler(orchestrator.TypeFSWrite),
 		"GET /v1/sessions/{id}/children":                     s.children,
 		"POST /v1/sessions/{id}/children":                    s.spawnChild,
+		"POST /v1/sessions/{id}/children/{child}/collect":    s.collect,
 		"POST /v1/sessions/{id}/questions/{question}/answer": s.answer,
 		"GET /v1/sessions/{id}/jobs":                         s.jobs,
 		"GET /v1/sessions/{id}/jobs/{job}":                   s.job,
@@ -259,12 +260,57 @@ func (s *Server) spawnChild(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	if req.Script != "" {
+		if e.s == nil {
+			writeErr(w, &stateError{ID: e.info.ID})
+			return
+		}
+		id, err := e.s.SpawnRun(r.Context(), orchestrator.ChildConfig{Name: req.Name, Workspace: req.Workspace, Env: req.Env}, req.Script)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		mode := req.Workspace
+		if mode == "" {
+			mode = orchestrator.Shared
+		}
+		writeJSON(w, http.StatusCreated, api.Session{ID: id, State: api.Open, Parent: e.info.ID, Name: req.Name, Mode: mode})
+		return
+	}
 	c, err := s.spawn(r.Context(), e, req)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, s.describe(c))
+}
+
+// collect waits for a child started with a script (at most ?timeout=), closes it and hands
+// its workspace back: the child's report. Collecting again gives the same report.
+func (s *Server) collect(w http.ResponseWriter, r *http.Request) {
+	e := s.entry(w, r)
+	if e == nil {
+		return
+	}
+	if e.s == nil {
+		writeErr(w, &stateError{ID: e.info.ID})
+		return
+	}
+	var timeout time.Duration
+	if t := r.URL.Query().Get("timeout"); t != "" {
+		d, err := parseDuration(t)
+		if err != nil {
+			writeErr(w, &badRequest{msg: "timeout: " + err.Error()})
+			return
+		}
+		timeout = max(d, 0)
+	}
+	rep, err := e.s.Collect(r.Context(), r.PathValue("child"), timeout)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, 200, rep)
 }
 
 func (s *Server) answer(w http.ResponseWriter, r *http.Request) {

@@ -353,6 +353,7 @@ func (s *Server) describe(e *entry) api.Session {
 	arts := e.artifacts
 	e.mu.Unlock()
 	if e.s != nil {
+		info.Spawned = e.s.SpawnedChildren()
 		info.Jobs = nil
 		for _, j := range e.s.Jobs() {
 			info.Jobs = append(info.Jobs, describeJob(j, arts))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"slices"
+	"strings"
 )
 
 // ForgetJobs drops the ended jobs for which keep is false from the session's list, so that a
@@ -40,4 +42,30 @@ func (s *Session) Serve(ctx context.Context, typ string, body json.RawMessage) (
 		return nil, &NotFoundError{What: "host request type", ID: typ}
 	}
 	return f(ctx, HostRequest{ID: "api", Type: typ, Body: body})
+}
+
+// SpawnedChild is a child a session started with a script (SpawnRun, or session.spawn from
+// its sandbox); Done: its script has ended.
+type SpawnedChild struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Done bool   `json:"done"`
+}
+
+// SpawnedChildren lists the children the session started with scripts, collected or not.
+func (s *Session) SpawnedChildren() []SpawnedChild {
+	s.kids.mu.Lock()
+	defer s.kids.mu.Unlock()
+	out := make([]SpawnedChild, 0, len(s.kids.all))
+	for id, cr := range s.kids.all {
+		c := SpawnedChild{ID: id, Name: cr.s.name}
+		select {
+		case <-cr.job.Done():
+			c.Done = true
+		default:
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b SpawnedChild) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }

@@ -32,6 +32,7 @@ var Routes = []Route{
 	{"POST", "/v1/sessions/{id}/fs/write", "Write a file through the session's path map and guard"},
 	{"GET", "/v1/sessions/{id}/children", "List a session's children"},
 	{"POST", "/v1/sessions/{id}/children", "Spawn a child session"},
+	{"POST", "/v1/sessions/{id}/children/{child}/collect", "Collect a child started with a script: wait for its end, close it, hand back"},
 	{"POST", "/v1/sessions/{id}/questions/{question}/answer", "Answer a question"},
 	{"GET", "/v1/sessions/{id}/jobs", "List a session's jobs"},
 	{"GET", "/v1/sessions/{id}/jobs/{job}", "Inspect a job: its result so far"},
@@ -89,22 +90,25 @@ const (
 
 // Session describes a session.
 type Session struct {
-	ID              string                 `json:"id"`
-	State           string                 `json:"state"`
-	Reason          string                 `json:"reason,omitempty"` // ended: why
-	Workspace       string                 `json:"workspace"`
-	Transport       string                 `json:"transport"`
-	Parent          string                 `json:"parent,omitempty"`
-	Name            string                 `json:"name,omitempty"`
-	Mode            string                 `json:"mode,omitempty"` // a child: shared or isolated
-	Created         time.Time              `json:"created"`
-	BlockingBudget  string                 `json:"blockingBudget"`
-	NoOutputTimeout string                 `json:"noOutputTimeout,omitempty"`
-	Children        []string               `json:"children,omitempty"`
-	Jobs            []Job                  `json:"jobs,omitempty"`
-	Clone           *workspace.CloneReport `json:"clone,omitempty"`
-	Handback        *workspace.Report      `json:"handback,omitempty"`
-	Warnings        []string               `json:"warnings,omitempty"`
+	ID              string    `json:"id"`
+	State           string    `json:"state"`
+	Reason          string    `json:"reason,omitempty"` // ended: why
+	Workspace       string    `json:"workspace"`
+	Transport       string    `json:"transport"`
+	Parent          string    `json:"parent,omitempty"`
+	Name            string    `json:"name,omitempty"`
+	Mode            string    `json:"mode,omitempty"` // a child: shared or isolated
+	Created         time.Time `json:"created"`
+	BlockingBudget  string    `json:"blockingBudget"`
+	NoOutputTimeout string    `json:"noOutputTimeout,omitempty"`
+	Children        []string  `json:"children,omitempty"`
+	// Spawned are the children started with a script (a spawn request with a script, or
+	// session.spawn from the sandbox), collected with .../children/{child}/collect.
+	Spawned  []orchestrator.SpawnedChild `json:"spawned,omitempty"`
+	Jobs     []Job                       `json:"jobs,omitempty"`
+	Clone    *workspace.CloneReport      `json:"clone,omitempty"`
+	Handback *workspace.Report           `json:"handback,omitempty"`
+	Warnings []string                    `json:"warnings,omitempty"`
 }
 
 // BashRequest runs a script.
@@ -131,6 +135,9 @@ type SpawnRequest struct {
 	Name      string   `json:"name"`
 	Workspace string   `json:"workspace,omitempty"` // shared (default) or isolated
 	Env       []string `json:"env,omitempty"`
+	// Script, when set, starts the child running it as a job; the answer names the child
+	// (its id only), which is collected rather than closed.
+	Script string `json:"script,omitempty"`
 }
 
 // AnswerRequest answers a question.
