@@ -268,9 +268,9 @@ func (c *cloner) file(r *record) error {
 	}
 	atime := st.Atim.Nano()
 	reflinked := true
-	for _, root := range []string{c.base, c.copy} {
+	for i, root := range []string{c.base, c.copy} {
 		dst := filepath.Join(root, filepath.FromSlash(r.Path))
-		cloned, f, err := c.cloneFile(fd, src, dst, r.Parent, atime)
+		cloned, f, err := c.cloneFile(fd, src, dst, r.Parent, atime, i == 1)
 		if err != nil {
 			return err
 		}
@@ -287,8 +287,9 @@ func (c *cloner) file(r *record) error {
 }
 
 // cloneFile makes dst with the content, permission bits and times of the open file fd,
-// sharing its extents when the filesystem can. It reports whether it did, and dst's facts.
-func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64) (bool, facts, error) {
+// sharing its extents when the filesystem can. It reports whether it did, and (when
+// wantFacts) dst's facts.
+func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64, wantFacts bool) (bool, facts, error) {
 	perm := fa.Mode & 0o7777
 	times := []unix.Timespec{unix.NsecToTimespec(atime), unix.NsecToTimespec(fa.Mtime)}
 	if reflinkCreates && !c.noReflink.Load() {
@@ -299,6 +300,9 @@ func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64) (bool
 			}
 			if err := unix.UtimesNano(dst, times); err != nil {
 				return false, facts{}, &pathError{op: "utimes", path: dst, err: err}
+			}
+			if !wantFacts {
+				return true, facts{}, nil
 			}
 			f, _, err := lstatFacts(dst)
 			return true, f, err
@@ -336,6 +340,9 @@ func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64) (bool
 	}
 	if err := futimens(out, dst, times); err != nil {
 		return false, facts{}, &pathError{op: "utimes", path: dst, err: err}
+	}
+	if !wantFacts {
+		return cloned, facts{}, nil
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(out, &st); err != nil {

@@ -635,7 +635,7 @@ func cloneOne(src, dst string) error {
 		return err
 	}
 	c := &cloner{}
-	_, _, err = c.cloneFile(fd, src, dst, factsOf(&st), st.Atim.Nano())
+	_, _, err = c.cloneFile(fd, src, dst, factsOf(&st), st.Atim.Nano(), false)
 	return err
 }
 
