@@ -147,10 +147,13 @@ func (s *Session) handBack(ctx context.Context) error {
 	if s.child == nil || s.child.dir == "" {
 		return nil
 	}
-	s.parent.merge.Lock() // children that end together are handed back one after another
-	rep, err := workspace.Handback(ctx, s.child.dir)
+	s.parent.merge.Lock() // children that end together merge one after another
+	rep, err := workspace.Merge(ctx, s.child.dir)
 	s.parent.merge.Unlock()
 	if err != nil {
+		return fmt.Errorf("session %s: hand-back: %w", s.id, err)
+	}
+	if err := workspace.Discard(s.child.dir); err != nil {
 		return fmt.Errorf("session %s: hand-back: %w", s.id, err)
 	}
 	s.child.mu.Lock()

@@ -193,7 +193,7 @@ func BenchmarkHandback(b *testing.B) {
 				unix.Sync()
 				runs := []func(){
 					func() {
-						merged += timed(b, func() (err error) { rep, err = merge(context.Background(), dir); return err })
+						merged += timed(b, func() (err error) { rep, err = Merge(context.Background(), dir); return err })
 					},
 					func() { walk += timed(b, func() error { _, err := statWalk(parent); return err }) },
 				}

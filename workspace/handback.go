@@ -85,15 +85,22 @@ func Handback(ctx context.Context, dir string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep, err := merge(ctx, dir)
+	rep, err := Merge(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	return rep, Discard(dir)
 }
 
-// merge is the hand-back up to its report: everything but removing the base and the copy.
-func merge(ctx context.Context, dir string) (*Report, error) {
+// Merge is the hand-back up to its report: everything but removing the base and the copy,
+// which Discard does. Several children of one parent merge one after another; their
+// removals need not wait for each other. Once Merge has returned, Handback returns the
+// same report and only discards.
+func Merge(ctx context.Context, dir string) (*Report, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	if rep, err := readReport(dir); err == nil {
 		return rep, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
