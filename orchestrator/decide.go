@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -27,7 +28,8 @@ type Policy struct {
 	Rules []policy.ShellRule
 	// Settings are the settings files loaded: each is protected.
 	Settings []string
-	// AuditFile, when set, receives every verdict as a JSON line (created 0600).
+	// AuditFile receives every verdict as a JSON line (created 0600); "": audit.jsonl in
+	// the session's state directory, when it has one.
 	AuditFile string
 }
 
@@ -60,6 +62,9 @@ func newPolicyGate(s *Session, p Policy) (*policyGate, error) {
 				return h, err == nil
 			}
 		}
+	}
+	if p.AuditFile == "" && s.cfg.StateDir != "" {
+		p.AuditFile = filepath.Join(s.cfg.StateDir, "audit.jsonl")
 	}
 	if p.AuditFile != "" {
 		f, err := os.OpenFile(p.AuditFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)

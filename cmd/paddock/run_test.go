@@ -202,3 +202,23 @@ func TestRunJSON(t *testing.T) {
 		t.Fatalf("code %d, result %+v", code, res)
 	}
 }
+
+// Every verdict of a run is a record in the CLI's audit file, 0600.
+func TestRunAudits(t *testing.T) {
+	dir := fixture(t)
+	_, _, code := paddock(t, dir, "run", "--transport", "local", "--auto-effects", "read", "--", "cat a.txt; echo x > f")
+	if code != 126 {
+		t.Fatalf("exit %d, want 126 (the write refused, nobody attached)", code)
+	}
+	p := auditFile()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"command":"cat a.txt"`) || !strings.Contains(string(b), `"outcome":"unanswered"`) {
+		t.Fatalf("audit file:\n%s", b)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("audit file mode %v", fi.Mode())
+	}
+}

@@ -150,6 +150,7 @@ func configureSession(ctx context.Context, req api.OpenRequest) (daemon.Opened, 
 	if err != nil {
 		return daemon.Opened{}, err
 	}
+	pol.AuditFile = "" // a daemon's session keeps its audit file in its own state directory
 	budget := l.Settings.Shell.BlockingBudget
 	if req.BlockingBudget != "" {
 		budget = req.BlockingBudget

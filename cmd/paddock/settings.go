@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -32,7 +34,7 @@ func sessionPolicy(l *config.Loaded) (orchestrator.Policy, error) {
 	if err != nil {
 		return orchestrator.Policy{}, &usageError{msg: "shell.autoEffects: " + err.Error()}
 	}
-	p := orchestrator.Policy{Auto: &auto, Settings: l.Files}
+	p := orchestrator.Policy{Auto: &auto, Settings: l.Files, AuditFile: auditFile()}
 	for i, r := range l.Settings.Shell.Rules {
 		a, err := policy.ParseRuleAction(r.Action)
 		if err != nil {
@@ -50,4 +52,23 @@ func withKeys(sets ...map[string]string) map[string]string {
 		maps.Copy(out, s)
 	}
 	return out
+}
+
+// auditFile is where the CLI's own sessions record their verdicts, one JSON line each:
+// $XDG_STATE_HOME/paddock/audit.jsonl (~/.local/state/paddock without it). "" when the
+// directory cannot be made.
+func auditFile() string {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	dir = filepath.Join(dir, "paddock")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "audit.jsonl")
 }
