@@ -27,7 +27,7 @@ func (s *Session) fsHandlers() map[string]Handler {
 }
 
 // askAccess puts a file access to the approval route and records the verdict.
-func (s *Session) askAccess(ctx context.Context, op FSOp, e policy.Effects) bool {
+func (s *Session) askAccess(ctx context.Context, op FSOp, e policy.Effects) (bool, string) {
 	what := "fs.read " + op.Sandbox
 	if op.Write {
 		what = "fs.write " + op.Sandbox
@@ -41,5 +41,5 @@ func (s *Session) askAccess(ctx context.Context, op FSOp, e policy.Effects) bool
 		s.pgate.record(auditRecord{Session: s.id, Subagent: s.name, Step: -1, Command: what, Effects: e.Strings(),
 			Question: q.ID, DecidedBy: r.Outcome, At: r.At, By: r.By, Outcome: r.Outcome})
 	}
-	return r.Run
+	return r.Run, r.Code
 }

@@ -87,7 +87,8 @@ type FSGuard func(ctx context.Context, op FSOp) error
 
 // FSAsk puts an access that the auto set does not grant to a person (the session's approval
 // route) and reports whether the answer was yes. Nil: nobody is asked, the access is refused.
-type FSAsk func(ctx context.Context, op FSOp, effects policy.Effects) bool
+// Its code says why a refused access did not run (denied, unanswered, gateway_refused, …).
+type FSAsk func(ctx context.Context, op FSOp, effects policy.Effects) (run bool, code string)
 
 // FSConfig configures the file-access host requests.
 type FSConfig struct {
@@ -344,10 +345,18 @@ func PolicyGuard(pctx *policy.Context, auto policy.AutoSet, ask FSAsk) FSGuard {
 		if auto.Decide(e) == policy.Run {
 			return nil
 		}
-		if ask != nil && ask(ctx, op, e) {
+		run, code := false, "unanswered"
+		if ask != nil {
+			run, code = ask(ctx, op, e)
+		}
+		if run {
 			return nil
 		}
-		return &FSError{Reason: FSNeedsYes, Detail: fmt.Sprintf("its effects (%s) are not all in the auto set, and nobody said yes", e)}
+		what := "fs.read " + op.Sandbox
+		if op.Write {
+			what = "fs.write " + op.Sandbox
+		}
+		return &FSError{Reason: FSNeedsYes, Detail: RefusalText("file access", what, code, "") + fmt.Sprintf(" (its effects: %s)", e)}
 	}
 }
 
