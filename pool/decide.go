@@ -20,10 +20,11 @@ const SessionLabel = "paddock.session"
 const Label = "paddock.pool"
 
 // Key is what a warm kernel shares with every session it may serve: the kernel binary and
-// its arguments, the working directory it runs in, the path map (each mount's sandbox path,
-// host path and mode, in order) and the labels other than the session's. The session, its
-// environment and its session label are not in it: they are the session's own, applied at
-// claim. Two specs with the same Key start the same sandbox.
+// its arguments, the path map (each mount's sandbox path, host path and mode, in order) and
+// the labels other than the session's. The session, its working directory, its environment
+// and its session label are not in it: they are the session's own, applied at claim (the
+// kernel moves to the session's directory; each exec carries the session's environment).
+// Two specs with the same Key start the same sandbox.
 func Key(spec transport.Spec) string {
 	type mount struct {
 		S, H string
@@ -32,11 +33,10 @@ func Key(spec transport.Spec) string {
 	k := struct {
 		Kernel string
 		Args   []string
-		Cwd    string
 		Mounts []mount
 		Map    bool
 		Labels [][2]string
-	}{Kernel: spec.Kernel, Args: spec.Args, Cwd: spec.Cwd}
+	}{Kernel: spec.Kernel, Args: spec.Args}
 	if spec.PathMap != nil {
 		k.Map = true
 		for _, m := range spec.PathMap.Mounts() {

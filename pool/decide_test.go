@@ -29,8 +29,8 @@ func baseSpec(t *testing.T) transport.Spec {
 	}
 }
 
-// law: pool_key_ignores_session — what is the session's own (its id, environment and
-// session label) never keeps a warm kernel from serving it.
+// law: pool_key_ignores_session — what is the session's own (its id, working directory,
+// environment and session label) never keeps a warm kernel from serving it.
 func TestKeyIgnoresTheSessionsOwn(t *testing.T) {
 	base := baseSpec(t)
 	want := Key(base)
@@ -43,6 +43,7 @@ func TestKeyIgnoresTheSessionsOwn(t *testing.T) {
 			s.Env = append(s.Env, "V"+strconv.Itoa(r.IntN(100))+"="+strconv.Itoa(r.Int()))
 		}
 		s.Labels = map[string]string{SessionLabel: s.Session, "team": "x"}
+		s.Cwd = "/work/" + strconv.Itoa(r.IntN(100))
 		if got := Key(s); got != want {
 			t.Fatalf("case %d: %+v has key %s, want %s", i, s, got, want)
 		}
@@ -50,13 +51,12 @@ func TestKeyIgnoresTheSessionsOwn(t *testing.T) {
 }
 
 // law: pool_key_separates — a warm kernel never serves a session whose sandbox differs in
-// anything it was started with: kernel, arguments, working directory, mounts, labels.
+// anything it was started with: kernel, arguments, mounts, labels.
 func TestKeySeparatesSandboxes(t *testing.T) {
 	base := baseSpec(t)
 	for name, change := range map[string]func(*transport.Spec){
 		"kernel":     func(s *transport.Spec) { s.Kernel = "/other/paddock-kernel" },
 		"args":       func(s *transport.Spec) { s.Args = []string{"-grace", "1s"} },
-		"cwd":        func(s *transport.Spec) { s.Cwd = "/work/sub" },
 		"mount host": func(s *transport.Spec) { s.PathMap = mustMap(t, pathmap.Mount{Sandbox: "/work", Host: "/srv/other"}) },
 		"read-only": func(s *transport.Spec) {
 			s.PathMap = mustMap(t, pathmap.Mount{Sandbox: "/work", Host: "/srv/ws", ReadOnly: true})

@@ -130,6 +130,11 @@ func (p *Pool) Ready(spec transport.Spec) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b := p.buckets[Key(spec)]
+	if b != nil && spec.PathMap != nil {
+		if _, ok := spec.PathMap.Mount(spec.Cwd); !ok {
+			b = nil // the wrapped transport refuses a directory under no mount
+		}
+	}
 	if b == nil {
 		return 0
 	}
@@ -191,6 +196,11 @@ func (p *Pool) Start(ctx context.Context, spec transport.Spec) (transport.Kernel
 		return p.cfg.Transport.Start(ctx, spec)
 	}
 	b := p.buckets[Key(spec)]
+	if b != nil && spec.PathMap != nil {
+		if _, ok := spec.PathMap.Mount(spec.Cwd); !ok {
+			b = nil // the wrapped transport refuses a directory under no mount
+		}
+	}
 	if b == nil {
 		// Nothing was warmed for this sandbox: a one-off (an isolated child's own copy, say)
 		// starts cold, and starts no pool of its own.
@@ -208,7 +218,14 @@ func (p *Pool) Start(ctx context.Context, spec transport.Spec) (transport.Kernel
 				p.refill(b)
 				p.mu.Unlock()
 			})
-			if err := k.claim(spec, p.log, refill); err != nil {
+			if err := k.claim(spec, p.log, refill); errors.Is(err, errSessionDir) {
+				// The session's directory is not there in the sandbox: the kernel is as it
+				// was, and a cold start says what is wrong.
+				p.mu.Lock()
+				b.ready = append(b.ready, k)
+				p.mu.Unlock()
+				return p.cfg.Transport.Start(ctx, spec)
+			} else if err != nil {
 				p.log.Warn("a warm kernel could not be claimed; it is removed", "err", err)
 				k.inner.Kill()
 				refill()
@@ -369,21 +386,26 @@ func (p *Pool) startWarm(ctx context.Context, spec transport.Spec) (*kernel, err
 		k.err = inner.Wait()
 		close(k.done)
 	}()
-	prefix, err := ping(ctx, inner)
+	prefix, err := ask(ctx, inner, wire.TypePing, struct{}{})
 	if err != nil {
 		inner.Kill()
 		return nil, fmt.Errorf("pool: the warm kernel did not answer: %w", err)
 	}
-	k.stdout = io.MultiReader(bytes.NewReader(prefix), inner.Stdout())
+	k.prefix = prefix
+	k.stdout = inner.Stdout()
 	return k, nil
 }
 
-// ping asks the kernel who it is and reads its output up to the answer, a byte at a time so
-// that nothing after the answer is taken from the session; any other line read on the way
-// is returned, for the session to read first.
-func ping(ctx context.Context, k transport.Kernel) ([]byte, error) {
-	id := "paddock-pool-ping"
-	if err := wire.NewWriter(k.Stdin()).Write(&wire.Frame{Event: wire.EventRequest, ID: id, Type: wire.TypePing, Body: json.RawMessage(`{}`)}); err != nil {
+// ask sends the kernel one request of the pool's own (a ping, a chdir) and reads its output
+// up to the answer, a byte at a time so that nothing after the answer is taken from the
+// session; any other line read on the way is returned, for the session to read first.
+func ask(ctx context.Context, k transport.Kernel, typ string, v any) ([]byte, error) {
+	id := "paddock-pool-" + typ
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if err := wire.NewWriter(k.Stdin()).Write(&wire.Frame{Event: wire.EventRequest, ID: id, Type: typ, Body: body}); err != nil {
 		return nil, err
 	}
 	type result struct {
@@ -410,7 +432,7 @@ func ping(ctx context.Context, k transport.Kernel) ([]byte, error) {
 			f, err := wire.Decode(line)
 			if err == nil && f.Event == wire.EventReply && f.ID == id {
 				if f.Status != wire.StatusOK {
-					done <- result{err: fmt.Errorf("ping: %v", f.Error)}
+					done <- result{err: fmt.Errorf("%s: %w", typ, f.Error)}
 					return
 				}
 				done <- result{before: before}
@@ -432,6 +454,7 @@ func ping(ctx context.Context, k transport.Kernel) ([]byte, error) {
 // its output.
 type kernel struct {
 	inner  transport.Kernel
+	prefix []byte    // output read on the way to the pool's own answers, the session's first
 	stdout io.Reader
 	done   chan struct{} // closed when inner.Wait returned
 	err    error         // set before done closes
@@ -475,6 +498,9 @@ func (f *firstRead) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// errSessionDir is a claim refused because the session's directory is not in the sandbox.
+var errSessionDir = errors.New("pool: the session's directory is not in the sandbox")
+
 // RelabelTimeout bounds the relabelling of a claimed kernel's sandbox.
 const RelabelTimeout = 30 * time.Second
 
@@ -486,7 +512,19 @@ func (k *kernel) claim(spec transport.Spec, log *slog.Logger, answered func()) e
 	if !k.alive() {
 		return fmt.Errorf("pool: the warm kernel ended: %v", k.err)
 	}
-	k.stdout = &firstRead{r: k.stdout, first: answered}
+	// The session's working directory becomes the kernel's own.
+	ctx, cancel := context.WithTimeout(context.Background(), RelabelTimeout)
+	before, err := ask(ctx, k.inner, wire.TypeChdir, wire.Path{Path: spec.Cwd})
+	cancel()
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return fmt.Errorf("%w: %v", errSessionDir, we)
+	}
+	if err != nil {
+		return fmt.Errorf("pool: the warm kernel could not take the session's directory: %w", err)
+	}
+	k.prefix = append(k.prefix, before...)
+	k.stdout = &firstRead{r: io.MultiReader(bytes.NewReader(k.prefix), k.stdout), first: answered}
 	time.AfterFunc(RefillAfter, answered)
 	r, ok := k.inner.(Relabeler)
 	if !ok {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -282,8 +284,11 @@ func TestUnwarmedStartsCold(t *testing.T) {
 	p, tr, spec := newPool(t, 3)
 	p.Warm(spec)
 	waitReady(t, p, spec, 3)
-	other := spec
-	other.Cwd = t.TempDir()
+	other := spec // another kernel binary: another sandbox
+	other.Kernel = filepath.Join(t.TempDir(), "paddock-kernel")
+	if b, err := os.ReadFile(spec.Kernel); err != nil || os.WriteFile(other.Kernel, b, 0o755) != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	open(t, ctx, p, other, nil)
@@ -295,5 +300,37 @@ func TestUnwarmedStartsCold(t *testing.T) {
 	}
 	if n := p.Ready(spec); n != 3 {
 		t.Fatalf("the warmed sandbox's pool holds %d, want 3 untouched", n)
+	}
+}
+
+// A warm kernel serves a session in another directory of the same sandbox: the session's
+// directory becomes the kernel's own at claim.
+func TestClaimTakesTheSessionsDirectory(t *testing.T) {
+	p, tr, spec := newPool(t, 2)
+	if err := p.Warm(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, p, spec, 2)
+	other := spec
+	other.Cwd = t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := open(t, ctx, p, other, nil)
+	h, err := s.Ping(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cwd, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(h.PID), "cwd"))
+	if err != nil || cwd != other.Cwd {
+		t.Fatalf("the claimed kernel runs in %q (%v), want the session's %q", cwd, err, other.Cwd)
+	}
+	// It is a warm kernel: its own environment is the pool's.
+	env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(h.PID), "environ"))
+	if err != nil || !strings.Contains(string(env), "PADDOCK_POOL_ONLY=1") {
+		t.Fatalf("the session started cold (kernel environment %q, %v; %d started)", env, err, tr.count())
+	}
+	res, err := s.Bash(ctx, "pwd")
+	if err != nil || res.Steps[0].Stdout.Text != other.Cwd+"\n" {
+		t.Fatalf("%v %s", err, res)
 	}
 }

@@ -79,6 +79,19 @@ func realpath(raw json.RawMessage) (any, error) {
 	return wire.Path{Path: abs}, nil
 }
 
+// chdir makes a directory the kernel's own working directory: a kernel started ahead for
+// a pool takes on the directory of the session that claims it.
+func chdir(raw json.RawMessage) (any, error) {
+	p, err := pathBody(raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chdir(p.Path); err != nil {
+		return nil, classify(err)
+	}
+	return struct{}{}, nil
+}
+
 // entry is a file's facts on the wire; path is where to read a symlink's target.
 func entry(name string, fi fs.FileInfo, path string) wire.Entry {
 	e := wire.Entry{

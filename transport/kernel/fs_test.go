@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/paddockhq/paddock/transport/wire"
@@ -119,5 +120,28 @@ func TestRealpath(t *testing.T) {
 	}
 	if e := k.callErr(wire.TypeRealpath, wire.Path{Path: "d"}); e.Code != "not_found" {
 		t.Errorf("dangling: %v", e)
+	}
+}
+
+// chdir moves the kernel's own working directory: relative paths are taken from there
+// after it, as the kernel's /proc cwd shows.
+func TestChdir(t *testing.T) {
+	dir := tree(t)
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "here"), nil, 0o600)
+	k := startKernel(t, dir)
+	k.call(wire.TypeChdir, wire.Path{Path: other}, nil)
+	var e wire.Entry
+	k.call(wire.TypeStat, wire.Path{Path: "here"}, &e)
+	if e.Name != "here" {
+		t.Fatalf("stat of a relative path after chdir: %+v", e)
+	}
+	h := k.hello()
+	cwd, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(h.PID), "cwd"))
+	if err != nil || cwd != other {
+		t.Fatalf("the kernel's cwd is %q (%v), want %q", cwd, err, other)
+	}
+	if e := k.callErr(wire.TypeChdir, wire.Path{Path: filepath.Join(other, "nope")}); e.Code != "not_found" {
+		t.Errorf("chdir to a missing directory: %v", e)
 	}
 }

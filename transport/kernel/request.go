@@ -33,6 +33,7 @@ var served = map[string]bool{
 	wire.TypeStat:     true,
 	wire.TypeRealpath: true,
 	wire.TypePing:     true,
+	wire.TypeChdir:    true,
 	wire.TypeShutdown: true,
 }
 

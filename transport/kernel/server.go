@@ -147,6 +147,8 @@ func (s *server) handler(typ string) func(json.RawMessage) (any, error) {
 		return realpath
 	case wire.TypePing:
 		return s.ping
+	case wire.TypeChdir:
+		return chdir
 	}
 	// decide lets through only served types.
 	panic("kernel: no handler for " + typ)

@@ -41,6 +41,7 @@ const (
 	TypeStat     = "stat"
 	TypeRealpath = "realpath"
 	TypePing     = "ping"
+	TypeChdir    = "chdir" // the kernel's own working directory becomes Path
 	TypeShutdown = "shutdown"
 )
 
