@@ -454,7 +454,7 @@ func ask(ctx context.Context, k transport.Kernel, typ string, v any) ([]byte, er
 // its output.
 type kernel struct {
 	inner  transport.Kernel
-	prefix []byte    // output read on the way to the pool's own answers, the session's first
+	prefix []byte // output read on the way to the pool's own answers, the session's first
 	stdout io.Reader
 	done   chan struct{} // closed when inner.Wait returned
 	err    error         // set before done closes
