@@ -35,6 +35,16 @@ func dial(host string) (*client.Client, error) {
 	return client.New(h)
 }
 
+// withDaemon runs f with a client of the daemon at host, closed after.
+func withDaemon(host string, f func(*client.Client) error) error {
+	c, err := dial(host)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return f(c)
+}
+
 func newAttachCmd() *cobra.Command {
 	var host string
 	var watch bool
@@ -48,14 +58,11 @@ only watches: questions do not come to it. Attach ends when the session closes, 
 input ends.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := dial(host)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return attach(ctx, c, args[0], cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), watch)
+			return withDaemon(host, func(c *client.Client) error {
+				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				return attach(ctx, c, args[0], cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), watch)
+			})
 		},
 	}
 	hostFlag(cmd.Flags(), &host)

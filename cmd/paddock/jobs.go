@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
 )
@@ -27,28 +28,25 @@ func newJobsCmd() *cobra.Command {
 		Short: "List a session's jobs",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := dial(host)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			jobs, err := c.Jobs(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), jobs)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "JOB\tSTATE\tSCRIPT")
-			for _, j := range jobs {
-				state := "running"
-				if j.Done {
-					state = j.Result.End.Kind
+			return withDaemon(host, func(c *client.Client) error {
+				jobs, err := c.Jobs(cmd.Context(), args[0])
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", j.ID, state, strings.ReplaceAll(j.Script, "\n", "; "))
-			}
-			return tw.Flush()
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), jobs)
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "JOB\tSTATE\tSCRIPT")
+				for _, j := range jobs {
+					state := "running"
+					if j.Done {
+						state = j.Result.End.Kind
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", j.ID, state, strings.ReplaceAll(j.Script, "\n", "; "))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	// show prints a job's result as run prints one; the exit status is the job's.
@@ -67,19 +65,16 @@ func newJobsCmd() *cobra.Command {
 		Short: "Wait for a job's end and print its result; the exit status is the job's",
 		Args:  usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := dial(host)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			j, err := c.Wait(cmd.Context(), args[0], args[1], timeout)
-			if err != nil {
-				return err
-			}
-			if !j.Done {
-				return fmt.Errorf("job %s is still running after %s", j.ID, timeout)
-			}
-			return show(cmd, j.Result)
+			return withDaemon(host, func(c *client.Client) error {
+				j, err := c.Wait(cmd.Context(), args[0], args[1], timeout)
+				if err != nil {
+					return err
+				}
+				if !j.Done {
+					return fmt.Errorf("job %s is still running after %s", j.ID, timeout)
+				}
+				return show(cmd, j.Result)
+			})
 		},
 	}
 	wait.Flags().StringVar(&timeout, "timeout", "", "the longest wait, e.g. 30s (default: until the end)")
@@ -88,17 +83,14 @@ func newJobsCmd() *cobra.Command {
 		Short: "Kill a job and its process groups; print its result",
 		Args:  usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := dial(host)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			j, err := c.Kill(cmd.Context(), args[0], args[1])
-			if err != nil {
-				return err
-			}
-			show(cmd, j.Result)
-			return nil
+			return withDaemon(host, func(c *client.Client) error {
+				j, err := c.Kill(cmd.Context(), args[0], args[1])
+				if err != nil {
+					return err
+				}
+				show(cmd, j.Result)
+				return nil
+			})
 		},
 	}
 	for _, sub := range []*cobra.Command{list, wait, kill} {
@@ -121,28 +113,25 @@ func newSessionsCmd() *cobra.Command {
 		Short: "List the daemon's sessions, open and ended",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := dial(host)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ss, err := c.Sessions(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), ss)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tSTATE\tTRANSPORT\tJOBS\tPARENT\tWORKSPACE")
-			for _, s := range ss {
-				parent := s.Parent
-				if parent == "" {
-					parent = "-"
+			return withDaemon(host, func(c *client.Client) error {
+				ss, err := c.Sessions(cmd.Context())
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.State, s.Transport, len(s.Jobs), parent, s.Workspace)
-			}
-			return tw.Flush()
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), ss)
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "SESSION\tSTATE\tTRANSPORT\tJOBS\tPARENT\tWORKSPACE")
+				for _, s := range ss {
+					parent := s.Parent
+					if parent == "" {
+						parent = "-"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.State, s.Transport, len(s.Jobs), parent, s.Workspace)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	closeCmd := &cobra.Command{
@@ -150,26 +139,23 @@ func newSessionsCmd() *cobra.Command {
 		Short: "Close a session (a child's workspace is handed back; its report is printed)",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := dial(host)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			s, err := c.CloseSession(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), s)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "session %s closed\n", s.ID)
-			if h := s.Handback; h != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "handed back: %d taken, %d conflicts\n", len(h.Taken), len(h.Conflicts))
-				if len(h.Conflicts) > 0 {
-					return &codeError{code: exitConflicts}
+			return withDaemon(host, func(c *client.Client) error {
+				s, err := c.CloseSession(cmd.Context(), args[0])
+				if err != nil {
+					return err
 				}
-			}
-			return nil
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), s)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "session %s closed\n", s.ID)
+				if h := s.Handback; h != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "handed back: %d taken, %d conflicts\n", len(h.Taken), len(h.Conflicts))
+					if len(h.Conflicts) > 0 {
+						return &codeError{code: exitConflicts}
+					}
+				}
+				return nil
+			})
 		},
 	}
 	var (
@@ -228,24 +214,21 @@ func newSessionsCmd() *cobra.Command {
 		Short: "Spawn a child of a daemon's session and print its id",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := dial(host)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			mode := orchestrator.Shared
-			if isolated {
-				mode = orchestrator.Isolated
-			}
-			s, err := c.Spawn(cmd.Context(), args[0], api.SpawnRequest{Name: name, Workspace: mode})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), s)
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), s.ID)
-			return nil
+			return withDaemon(host, func(c *client.Client) error {
+				mode := orchestrator.Shared
+				if isolated {
+					mode = orchestrator.Isolated
+				}
+				s, err := c.Spawn(cmd.Context(), args[0], api.SpawnRequest{Name: name, Workspace: mode})
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), s)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), s.ID)
+				return nil
+			})
 		},
 	}
 	spawn.Flags().StringVar(&name, "name", "", "the child's name, shown with its questions")
@@ -259,26 +242,23 @@ budget ends "detached" with the output so far and the job's id (paddock jobs wai
 exit status is the script's, 0 when detached.`,
 		Args: usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := dial(host)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			r, err := c.Bash(cmd.Context(), args[0], api.BashRequest{Script: args[1], Budget: callBudget})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if err := printJSON(cmd.OutOrStdout(), r); err != nil {
+			return withDaemon(host, func(c *client.Client) error {
+				r, err := c.Bash(cmd.Context(), args[0], api.BashRequest{Script: args[1], Budget: callBudget})
+				if err != nil {
 					return err
 				}
-			} else {
-				fmt.Fprint(cmd.OutOrStdout(), r.Result.String())
-			}
-			if r.End.Status != 0 {
-				return &codeError{code: r.End.Status}
-			}
-			return nil
+				if asJSON {
+					if err := printJSON(cmd.OutOrStdout(), r); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprint(cmd.OutOrStdout(), r.Result.String())
+				}
+				if r.End.Status != 0 {
+					return &codeError{code: r.End.Status}
+				}
+				return nil
+			})
 		},
 	}
 	runIn.Flags().StringVar(&callBudget, "budget", "", "this call's blocking budget (default: the session's)")
