@@ -6,6 +6,7 @@ package transport
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/paddockhq/paddock/transport/pathmap"
 )
@@ -32,4 +33,27 @@ type Spec struct {
 	Cwd     string            // sandbox path the kernel starts in
 	PathMap *pathmap.Map      // sandbox <-> host; nil: the identity (local)
 	Labels  map[string]string // added to what the backend creates
+}
+
+// Stop ends a kernel as Kernel.Kill promises: its input is closed, and when it has not ended
+// within grace (done is closed at its end) it is killed. Stop then waits up to wait for the
+// end (0: for as long as it takes) and reports whether the kernel ended.
+func Stop(done <-chan struct{}, closeInput, kill func(), grace, wait time.Duration) bool {
+	closeInput()
+	select {
+	case <-done:
+		return true
+	case <-time.After(grace):
+	}
+	kill()
+	if wait == 0 {
+		<-done
+		return true
+	}
+	select {
+	case <-done:
+		return true
+	case <-time.After(wait):
+		return false
+	}
 }

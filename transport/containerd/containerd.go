@@ -340,20 +340,15 @@ func (k *kernel) Wait() error {
 // ended within Grace it is killed. Either way its container is removed before Kill returns.
 func (k *kernel) Kill() error {
 	k.killOnce.Do(func() {
-		stdin{k}.Close()
-		select {
-		case <-k.done:
-		case <-time.After(Grace):
+		kill := func() {
 			ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), Namespace), 30*time.Second)
+			defer cancel()
 			if err := k.task.Kill(ctx, syscall.SIGKILL, client.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
 				k.t.log().Warn("task not killed", "container", k.id, "err", err)
 			}
-			cancel()
-			select {
-			case <-k.done:
-			case <-time.After(30 * time.Second):
-				k.t.remove(k.id)
-			}
+		}
+		if !transport.Stop(k.done, func() { stdin{k}.Close() }, kill, Grace, 30*time.Second) {
+			k.t.remove(k.id)
 		}
 	})
 	return nil

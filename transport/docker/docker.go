@@ -212,20 +212,15 @@ func (k *kernel) Wait() error {
 // has not ended within Grace it is killed. Either way it is removed before Kill returns.
 func (k *kernel) Kill() error {
 	k.killOnce.Do(func() {
-		stdin{k}.Close()
-		select {
-		case <-k.done:
-		case <-time.After(Grace):
+		kill := func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
 			if err := k.t.Client.ContainerKill(ctx, k.id, "KILL"); err != nil && !notFound(err) {
 				k.t.log().Warn("container not killed", "container", k.id, "err", err)
 			}
-			cancel()
-			select {
-			case <-k.done:
-			case <-time.After(30 * time.Second):
-				k.t.remove(k.id)
-			}
+		}
+		if !transport.Stop(k.done, func() { stdin{k}.Close() }, kill, Grace, 30*time.Second) {
+			k.t.remove(k.id)
 		}
 	})
 	return nil

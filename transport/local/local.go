@@ -95,13 +95,7 @@ func (k *kernel) Wait() error {
 // kernel's process group when it has not ended within Grace.
 func (k *kernel) Kill() error {
 	k.killOnce.Do(func() {
-		k.stdin.Close()
-		select {
-		case <-k.done:
-		case <-time.After(Grace):
-			_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
-			<-k.done
-		}
+		transport.Stop(k.done, func() { k.stdin.Close() }, func() { _ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL) }, Grace, 0)
 	})
 	return nil
 }
