@@ -3,7 +3,6 @@ package containerd
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,7 +68,7 @@ func planContainer(spec transport.Spec, namespace string, extra []docker.Mount, 
 	default:
 		return nil, fmt.Errorf("containerd: network %q: the containerd transport knows none and host (another network needs CNI, which Paddock does not drive)", h.Network)
 	}
-	id := containerID(spec.Session, suffix)
+	id := docker.ContainerName(spec.Session, suffix)
 
 	mounts := systemMounts(f)
 	if !h.NoTmpfs {
@@ -112,7 +111,7 @@ func planContainer(spec transport.Spec, namespace string, extra []docker.Mount, 
 		labels[docker.LabelSession] = spec.Session
 	}
 	env := append([]string{}, spec.Env...)
-	caps := capabilities(h.CapAdd)
+	caps := docker.Capabilities(h.CapAdd)
 
 	namespaces := []specs.LinuxNamespace{{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace},
 		{Type: specs.UTSNamespace}, {Type: specs.MountNamespace}}
@@ -232,43 +231,6 @@ func user(u string) (uint32, uint32, error) {
 		}
 	}
 	return uint32(uid), uint32(gid), nil
-}
-
-// capabilities returns the capabilities to keep, upper case with the CAP_ prefix, sorted
-// and without repeats; none is an empty, non-nil list (every capability dropped).
-func capabilities(names []string) []string {
-	out := []string{}
-	seen := map[string]bool{}
-	for _, n := range names {
-		n = strings.ToUpper(strings.TrimSpace(n))
-		if n == "" {
-			continue
-		}
-		if !strings.HasPrefix(n, "CAP_") {
-			n = "CAP_" + n
-		}
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-var idUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
-
-// containerID is "paddock-SESSION-SUFFIX", with what containerd does not take in an id
-// replaced.
-func containerID(session, suffix string) string {
-	s := idUnsafe.ReplaceAllString(session, "_")
-	if len(s) > 40 {
-		s = s[:40]
-	}
-	if s == "" {
-		return "paddock-" + suffix
-	}
-	return "paddock-" + s + "-" + suffix
 }
 
 // hostname is the container's host name: its id, cut to what a host name holds.

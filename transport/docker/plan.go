@@ -191,7 +191,7 @@ func planContainer(spec transport.Spec, image string, extra []Mount, h Hardening
 	if mem > 0 {
 		hc.Memory, hc.MemorySwap = mem, mem
 	}
-	return &plan{config: cfg, host: hc, name: containerName(spec.Session, suffix)}, nil
+	return &plan{config: cfg, host: hc, name: ContainerName(spec.Session, suffix)}, nil
 }
 
 // workingDir is the directory the kernel process starts in: cwd, except under the /tmp
@@ -212,12 +212,20 @@ func network(n string) string {
 	return n
 }
 
-// capabilities returns the capabilities to keep, upper case with the CAP_ prefix, sorted.
+// capabilities is Capabilities in Docker's form: nil when none is kept.
 func capabilities(names []string) strslice.StrSlice {
-	if len(names) == 0 {
-		return nil
+	if c := Capabilities(names); len(c) > 0 {
+		return c
 	}
-	out := make([]string, 0, len(names))
+	return nil
+}
+
+// Capabilities returns the capabilities to keep, upper case with the CAP_ prefix, sorted
+// and without repeats; none is an empty, non-nil list (every capability dropped). Every
+// container backend names them so.
+func Capabilities(names []string) []string {
+	out := []string{}
+	seen := map[string]bool{}
 	for _, n := range names {
 		n = strings.ToUpper(strings.TrimSpace(n))
 		if n == "" {
@@ -226,7 +234,10 @@ func capabilities(names []string) strslice.StrSlice {
 		if !strings.HasPrefix(n, "CAP_") {
 			n = "CAP_" + n
 		}
-		out = append(out, n)
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
 	}
 	sort.Strings(out)
 	return out
@@ -234,9 +245,9 @@ func capabilities(names []string) strslice.StrSlice {
 
 var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
-// containerName is "paddock-SESSION-SUFFIX", with what Docker does not take in a name
-// replaced.
-func containerName(session, suffix string) string {
+// ContainerName is "paddock-SESSION-SUFFIX", with what a container engine does not take in
+// a name replaced: the name of every container Paddock makes.
+func ContainerName(session, suffix string) string {
 	s := nameUnsafe.ReplaceAllString(session, "_")
 	if len(s) > 40 {
 		s = s[:40]
