@@ -10,6 +10,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 
 	"github.com/paddockhq/paddock/transport/kernel"
@@ -25,6 +26,7 @@ func main() {
 	flags := flag.NewFlagSet("paddock-kernel", flag.ContinueOnError)
 	flags.Usage = func() {
 		fmt.Fprintln(flags.Output(), "usage: paddock-kernel [flags]    (frames on stdin and stdout)")
+		fmt.Fprintln(flags.Output(), "       paddock-kernel -listen SOCKET -key-file FILE [flags]")
 		fmt.Fprintln(flags.Output(), "       paddock-kernel host TYPE [JSON|-]")
 		flags.PrintDefaults()
 	}
@@ -32,6 +34,8 @@ func main() {
 	flags.DurationVar(&opts.Grace, "grace", 0, "wait between a TERM signal and KILL (default 2s)")
 	flags.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 0, "at exit, wait between TERM and KILL (default 500ms)")
 	flags.StringVar(&opts.TempDir, "tmpdir", "", "where the host socket's directory is made (default $TMPDIR, else /tmp)")
+	listen := flags.String("listen", "", "serve hosts that connect to this unix socket, one at a time, living on between them")
+	keyFile := flags.String("key-file", "", "with -listen: the file holding the key a host attaches with (removed once read)")
 	showVersion := flags.Bool("version", false, "print the version and exit")
 	if err := flags.Parse(os.Args[1:]); err != nil {
 		if err == flag.ErrHelp {
@@ -51,8 +55,32 @@ func main() {
 		fmt.Println(opts.Version)
 		return
 	}
-	if err := kernel.Run(context.Background(), os.Stdin, os.Stdout, opts); err != nil {
+	var err error
+	if *listen != "" {
+		err = listenOn(*listen, *keyFile, opts)
+	} else {
+		err = kernel.Run(context.Background(), os.Stdin, os.Stdout, opts)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "paddock-kernel:", err)
 		os.Exit(1)
 	}
+}
+
+// listenOn serves hosts on a unix socket at path, with the key read from keyFile.
+func listenOn(path, keyFile string, opts kernel.Options) error {
+	if keyFile == "" {
+		return fmt.Errorf("-listen needs -key-file")
+	}
+	key, err := kernel.ReadKeyFile(keyFile)
+	if err != nil {
+		return fmt.Errorf("key: %w", err)
+	}
+	os.Remove(path) // a socket left by an earlier kernel
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return err
+	}
+	defer os.Remove(path)
+	return kernel.Listen(context.Background(), l, key, opts)
 }

@@ -62,7 +62,27 @@ func BuildVersion() string {
 // process runs one kernel at a time.
 func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, opts Options) error {
 	opts.fill()
-	log := opts.Log
+	var s *server
+	out := newOutput(stdout, func(err error) {
+		opts.Log.Error("writing to the host failed; ending", "err", err)
+		s.shutdown()
+	})
+	s = newServer(opts, out)
+	return run(ctx, s, func() {
+		s.serve(stdin)
+		s.shutdown()
+	}, func() bool {
+		// The reading goroutine ends with stdin. When stdin can take a deadline, end it
+		// now; else it is left blocked in its read, and the process exit ends it.
+		d, ok := stdin.(interface{ SetReadDeadline(time.Time) error })
+		return ok && d.SetReadDeadline(time.Now()) == nil
+	})
+}
+
+// run serves a kernel: input reads the host's frames until it ends, stopInput ends it early
+// (false: it cannot be, and is left to the process exit).
+func run(ctx context.Context, s *server, input func(), stopInput func() bool) error {
+	log := s.log
 
 	// Own process group, so the host can end the kernel and everything in it at once.
 	if syscall.Getpgrp() != os.Getpid() {
@@ -87,9 +107,8 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, opts Options) e
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(stop)
 
-	s := newServer(opts, stdout)
 	s.reaper = newReaper()
-	rel, err := listenRelay(opts.TempDir, s.out, log)
+	rel, err := listenRelay(s.opts.TempDir, s.out, log)
 	if err != nil {
 		s.reaper.close()
 		return err
@@ -100,8 +119,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, opts Options) e
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		s.serve(stdin)
-		s.shutdown()
+		input()
 	}()
 	select {
 	case <-s.stopping:
@@ -110,9 +128,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, opts Options) e
 		log.Info("ending on signal", "signal", sig.String())
 	}
 	s.finish()
-	// The reading goroutine ends with stdin. When stdin can take a deadline, end it now;
-	// else it is left blocked in its read, and the process exit ends it.
-	if d, ok := stdin.(interface{ SetReadDeadline(time.Time) error }); ok && d.SetReadDeadline(time.Now()) == nil {
+	if stopInput() {
 		<-read
 	}
 	return nil

@@ -11,8 +11,11 @@ import (
 
 // output is the kernel's one writer to the host: every frame goes out whole, in one write,
 // under one lock. After the first failed write (the host is gone) it drops every frame and
-// reports the failure once through broken.
+// reports the failure once through broken. A listening kernel's output is its journal
+// instead, which outlives connections.
 type output struct {
+	j *journal // set: every frame goes to the journal
+
 	mu     sync.Mutex
 	w      *wire.Writer // guarded by mu
 	failed bool         // guarded by mu
@@ -25,6 +28,9 @@ func newOutput(w io.Writer, broken func(error)) *output {
 
 // write sends one frame.
 func (o *output) write(f *wire.Frame) error {
+	if o.j != nil {
+		return o.j.write(f)
+	}
 	o.mu.Lock()
 	if o.failed {
 		o.mu.Unlock()
@@ -52,4 +58,18 @@ func (o *output) reply(id string, v any, err error) {
 		return
 	}
 	o.write(f)
+}
+
+// hold keeps an exec's frames for a host that connects anew (a listening kernel only).
+func (o *output) hold(id string) {
+	if o.j != nil {
+		o.j.hold(id)
+	}
+}
+
+// ended marks a held exec as ended.
+func (o *output) ended(id string) {
+	if o.j != nil {
+		o.j.ended(id)
+	}
 }

@@ -183,6 +183,18 @@ func (r *relay) deliver(f wire.Frame) bool {
 	return ok
 }
 
+// abandon fails every request waiting for the host's reply: a new host connection does not
+// know them.
+func (r *relay) abandon(msg string) {
+	r.mu.Lock()
+	pending := r.pending
+	r.pending = make(map[string]chan wire.Frame)
+	r.mu.Unlock()
+	for id, ch := range pending {
+		ch <- *wire.ErrorReply(id, wire.StatusError, CodeIO, msg)
+	}
+}
+
 // close stops accepting, fails the requests in flight and ends every connection.
 func (r *relay) close() {
 	r.mu.Lock()

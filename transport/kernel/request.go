@@ -19,10 +19,11 @@ import (
 type verdict int
 
 const (
-	serve  verdict = iota // a request of a served type: its handler replies
-	answer                // the host's reply to a host request: route it to the waiting program
-	refuse                // an error reply to the line's id, nothing else
-	ignore                // nothing to reply to: a diagnostic on stderr
+	serve       verdict = iota // a request of a served type: its handler replies
+	answer                     // the host's reply to a host request: route it to the waiting program
+	refuse                     // an error reply to the line's id, nothing else
+	acknowledge                // the host's ack (a listening kernel): what it handled
+	ignore                     // nothing to reply to: a diagnostic on stderr
 )
 
 // served are the request types the kernel answers.
@@ -71,6 +72,8 @@ func decide(line wire.Line) decision {
 		return decision{verdict: answer, frame: f}
 	case f.Event == wire.EventReply:
 		return decision{verdict: ignore, reason: "reply without an id"}
+	case f.Event == wire.EventAck:
+		return decision{verdict: acknowledge, frame: f}
 	case f.ID == "":
 		return decision{verdict: ignore, reason: "frame " + strconv.Quote(f.Event) + " without an id"}
 	case f.Event != wire.EventRequest:

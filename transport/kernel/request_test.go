@@ -183,7 +183,9 @@ func TestLookPath(t *testing.T) {
 // fuzzServer is a kernel server that reads lines but runs no process: its exec stub
 // replies with no statuses. Everything else is the real reader and dispatcher.
 func fuzzServer(out io.Writer) *server {
-	s := newServer(Options{Version: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, out)
+	var s *server
+	s = newServer(Options{Version: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		newOutput(out, func(error) { s.shutdown() }))
 	s.execute = func(*execution) (*wire.ExecResult, error) { return &wire.ExecResult{}, nil }
 	return s
 }

@@ -44,7 +44,7 @@ type server struct {
 	bg       sync.WaitGroup // TERM-then-KILL escalations
 }
 
-func newServer(opts Options, stdout io.Writer) *server {
+func newServer(opts Options, out *output) *server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{
 		opts:     opts,
@@ -56,10 +56,7 @@ func newServer(opts Options, stdout io.Writer) *server {
 		stopping: make(chan struct{}),
 	}
 	s.execute = s.run
-	s.out = newOutput(stdout, func(err error) {
-		s.log.Error("writing to the host failed; ending", "err", err)
-		s.shutdown()
-	})
+	s.out = out
 	return s
 }
 
@@ -92,6 +89,17 @@ func (s *server) handle(line wire.Line) {
 		if s.relay == nil || !s.relay.deliver(d.frame) {
 			s.log.Warn("reply to no pending host request", "id", d.frame.ID)
 		}
+	case acknowledge:
+		if s.out.j == nil {
+			s.log.Warn("ack ignored: the kernel is not listening")
+			return
+		}
+		var a wire.Ack
+		if err := json.Unmarshal(d.frame.Body, &a); err != nil {
+			s.log.Warn("ack ignored", "err", err)
+			return
+		}
+		s.out.j.ack(a)
 	case serve:
 		s.dispatch(d.frame)
 	}
@@ -117,11 +125,13 @@ func (s *server) dispatch(f wire.Frame) {
 			s.out.reply(f.ID, nil, err)
 			return
 		}
+		s.out.hold(f.ID)
 		s.handlers.Add(1)
 		go func() {
 			defer s.handlers.Done()
 			res, err := s.execute(e)
 			s.finishExec(e)
+			s.out.ended(f.ID)
 			s.out.reply(f.ID, res, err)
 		}()
 	default:

@@ -98,3 +98,34 @@ type Hello struct {
 	PID        int    `json:"pid"`
 	HostSocket string `json:"host_socket"` // where sandbox programs reach the host
 }
+
+// Attach is the body of the first line a host writes on a connection to a listening kernel:
+// the key the kernel was started with. A connection without it is closed unread.
+type Attach struct {
+	Key string `json:"key"`
+}
+
+// Resume is the body of the first frame a listening kernel writes on each connection. The
+// Replay frames that follow it were written before the connection (their numbers are at
+// most Last); every later frame is numbered on from Last+1. Execs are the execs the host
+// has not released, with whether each still runs and how many bytes of its output were
+// dropped from the front of what is replayed (a bound on what the kernel keeps).
+type Resume struct {
+	Last   uint64     `json:"last"`
+	Replay int        `json:"replay"`
+	Execs  []HeldExec `json:"execs,omitempty"`
+}
+
+// HeldExec is one exec a listening kernel keeps the frames of.
+type HeldExec struct {
+	ID      string `json:"id"`
+	Running bool   `json:"running"`
+	Skipped int64  `json:"skipped,omitempty"`
+}
+
+// Ack is the body of a host's ack: every frame numbered up to Seq was handled, and the
+// frames of the execs in Done are no longer needed.
+type Ack struct {
+	Seq  uint64   `json:"seq"`
+	Done []string `json:"done,omitempty"`
+}

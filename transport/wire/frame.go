@@ -24,6 +24,10 @@ const (
 	EventReply       = "reply"        // either way: the answer to a request or host request
 	EventStream      = "stream"       // kernel -> host: an output chunk of an exec
 	EventHostRequest = "host_request" // kernel -> host: a sandbox program's request, relayed
+	// A listening kernel (one that outlives its host's connection) and its host also use:
+	EventAttach = "attach" // host -> kernel: the first line of a connection, with the key
+	EventResume = "resume" // kernel -> host: the first frame of a connection (Resume)
+	EventAck    = "ack"    // host -> kernel: what the host has handled (Ack); no reply
 )
 
 // Reply statuses.

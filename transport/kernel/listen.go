@@ -1,0 +1,114 @@
+//go:build linux
+
+package kernel
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddockhq/paddock/transport/wire"
+)
+
+// attachTimeout is how long a new connection has to send its attach line.
+const attachTimeout = 10 * time.Second
+
+// maxAttaching bounds the connections that have not yet proven their key.
+const maxAttaching = 4
+
+// Listen is the kernel for a host that may go away and come back: it serves the frames of
+// one host connection at a time, taken from l, and lives on when a connection ends (its
+// sandbox and the programs in it keep running). A connection's first line must be an attach
+// frame with key, and nothing follows it before the host has read the resume frame; any
+// other connection is closed. Its first frame back is a resume frame, then
+// what the journal kept (see journal); a new connection replaces the one before. The kernel
+// ends as Run does (a shutdown request, SIGTERM or SIGHUP, ctx's end), not at a disconnect.
+func Listen(ctx context.Context, l *net.UnixListener, key string, opts Options) error {
+	opts.fill()
+	if key == "" {
+		return errors.New("listen: no key")
+	}
+	// The key is in this process's memory only: not readable by the sandbox's programs,
+	// which run as the same user, through /proc.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		opts.Log.Warn("cannot make the kernel undumpable", "err", err)
+	}
+	j := newJournal()
+	s := newServer(opts, &output{j: j})
+	slots := make(chan struct{}, maxAttaching)
+	return run(ctx, s, func() {
+		for {
+			c, err := l.AcceptUnix()
+			if err != nil {
+				return // closed at the end
+			}
+			select {
+			case slots <- struct{}{}:
+			default:
+				s.log.Warn("connection refused: too many attaching")
+				c.Close()
+				continue
+			}
+			go func() {
+				lines, ok := s.attach(c, key)
+				<-slots
+				if !ok {
+					c.Close()
+					return
+				}
+				if s.relay != nil {
+					s.relay.abandon("the host reconnected; ask again")
+				}
+				j.attach(c)
+				s.serveLines(lines)
+				j.detach(c)
+			}()
+		}
+	}, func() bool {
+		l.Close()
+		j.close()
+		return false
+	})
+}
+
+// attach reads a connection's attach line and checks its key.
+func (s *server) attach(c *net.UnixConn, key string) (*wire.Reader, bool) {
+	c.SetReadDeadline(time.Now().Add(attachTimeout))
+	lines := wire.NewReaderSize(c, wire.MaxHead)
+	line, err := lines.Next()
+	if err != nil || line.Oversize() {
+		s.log.Warn("connection closed: no attach line", "err", err)
+		return nil, false
+	}
+	f, err := wire.Decode(line.Bytes)
+	var a wire.Attach
+	if err != nil || f.Event != wire.EventAttach || json.Unmarshal(f.Body, &a) != nil ||
+		subtle.ConstantTimeCompare([]byte(a.Key), []byte(key)) != 1 {
+		s.log.Warn("connection closed: not attached with the kernel's key")
+		return nil, false
+	}
+	line.Release()
+	c.SetReadDeadline(time.Time{})
+	// The host writes nothing more before it has read the resume frame, so nothing is left
+	// in the small reader: the rest of the connection is read with the full line limit.
+	return wire.NewReader(c), true
+}
+
+// ReadKeyFile reads a listening kernel's key from a file and removes the file, so that the
+// programs in the sandbox never see it.
+func ReadKeyFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Remove(path); err != nil {
+		return "", err
+	}
+	return string(b), nil
+}

@@ -1,0 +1,233 @@
+//go:build linux
+
+package kernel_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/transport/wire"
+)
+
+// listening is a kernel started with -listen, and the socket it serves.
+type listening struct {
+	sock string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func startListening(t *testing.T, key string) *listening {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pk-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	keyFile := filepath.Join(dir, "key")
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := &listening{sock: filepath.Join(dir, "kernel.sock"), done: make(chan struct{})}
+	l.cmd = exec.Command(kernelBin, "-listen", l.sock, "-key-file", keyFile, "-tmpdir", dir)
+	l.cmd.Stderr = os.Stderr
+	if err := l.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { l.cmd.Wait(); close(l.done) }()
+	t.Cleanup(func() {
+		l.cmd.Process.Kill()
+		<-l.done
+	})
+	waitFor(t, 10*time.Second, "the kernel's socket", func() bool {
+		_, err := os.Stat(l.sock)
+		return err == nil
+	})
+	if _, err := os.Stat(keyFile); !os.IsNotExist(err) {
+		t.Errorf("the key file is still there: %v", err)
+	}
+	return l
+}
+
+// hostConn is one host connection to a listening kernel.
+type hostConn struct {
+	t      *testing.T
+	c      net.Conn
+	r      *wire.Reader
+	w      *wire.Writer
+	resume wire.Resume
+}
+
+// connect attaches with key and reads the resume frame.
+func (l *listening) connect(t *testing.T, key string) *hostConn {
+	t.Helper()
+	c, err := net.Dial("unix", l.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hostConn{t: t, c: c, r: wire.NewReader(c), w: wire.NewWriter(c)}
+	body, _ := json.Marshal(wire.Attach{Key: key})
+	if err := h.w.Write(&wire.Frame{Event: wire.EventAttach, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	f, ok := h.next()
+	if !ok || f.Event != wire.EventResume {
+		t.Fatalf("first frame: %+v %v", f, ok)
+	}
+	if err := json.Unmarshal(f.Body, &h.resume); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *hostConn) next() (wire.Frame, bool) {
+	line, err := h.r.Next()
+	if err != nil {
+		return wire.Frame{}, false
+	}
+	defer line.Release()
+	f, err := wire.Decode(line.Bytes)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return f, true
+}
+
+func (h *hostConn) send(f *wire.Frame) {
+	if err := h.w.Write(f); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *hostConn) request(id, typ string, body any) {
+	b, _ := json.Marshal(body)
+	h.send(&wire.Frame{Event: wire.EventRequest, ID: id, Type: typ, Body: b})
+}
+
+func (h *hostConn) ack(seq uint64, done ...string) {
+	b, _ := json.Marshal(wire.Ack{Seq: seq, Done: done})
+	h.send(&wire.Frame{Event: wire.EventAck, Body: b})
+}
+
+// A listening kernel outlives its host: a job goes on while no host is connected, and the
+// next host that attaches gets the job's whole output (what the first host had and
+// acknowledged, what it never read, what came while none was there), each byte once and
+// in order, then the job's end; a new exec runs; a connection without the key is closed
+// unanswered.
+func TestListenOutlivesItsHost(t *testing.T) {
+	const key = "0123456789abcdef"
+	l := startListening(t, key)
+
+	a := l.connect(t, key)
+	if a.resume.Last != 0 || a.resume.Replay != 0 || len(a.resume.Execs) != 0 {
+		t.Fatalf("a fresh kernel's resume: %+v", a.resume)
+	}
+	a.request("x1", wire.TypeExec, shell("for i in $(seq 1 60); do echo line$i; sleep 0.01; done; echo err >&2; exit 3"))
+	var first strings.Builder
+	var n uint64
+	for first.Len() < len("line1\nline2\nline3\n") {
+		f, ok := a.next()
+		if !ok {
+			t.Fatal("the first host's connection ended")
+		}
+		n++
+		if f.Event == wire.EventStream && f.FD == 1 {
+			first.Write(f.Data)
+		}
+	}
+	a.ack(n) // handled, but the exec is not released: the next host gets it again
+	a.c.Close()
+
+	time.Sleep(300 * time.Millisecond) // the job goes on with no host
+	if _, err := net.Dial("unix", l.sock); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := net.Dial("unix", l.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(wire.Attach{Key: "wrong"})
+	wire.NewWriter(bad).Write(&wire.Frame{Event: wire.EventAttach, Body: body})
+	bad.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if b, err := wire.NewReader(bad).Next(); err == nil {
+		t.Errorf("a connection with the wrong key was answered: %q", b.Bytes)
+	}
+
+	b := l.connect(t, key)
+	if len(b.resume.Execs) != 1 || b.resume.Execs[0].ID != "x1" || b.resume.Execs[0].Skipped != 0 {
+		t.Fatalf("the second host's resume: %+v", b.resume)
+	}
+	var out, errOut strings.Builder
+	var res wire.ExecResult
+	got := 0
+	for {
+		f, ok := b.next()
+		if !ok {
+			t.Fatal("the second host's connection ended")
+		}
+		got++
+		if f.ID != "x1" {
+			continue
+		}
+		if f.Event == wire.EventStream {
+			map[int]*strings.Builder{1: &out, 2: &errOut}[f.FD].Write(f.Data)
+			continue
+		}
+		if err := json.Unmarshal(f.Body, &res); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	var want strings.Builder
+	for i := 1; i <= 60; i++ {
+		fmt.Fprintf(&want, "line%d\n", i)
+	}
+	if out.String() != want.String() || errOut.String() != "err\n" {
+		t.Errorf("the job's output through the second host:\n%q\n%q", out.String(), errOut.String())
+	}
+	if len(res.Statuses) != 1 || res.Statuses[0].Code != 3 {
+		t.Errorf("the job's end: %+v", res)
+	}
+	b.ack(b.resume.Last+uint64(max(0, got-b.resume.Replay)), "x1")
+
+	b.request("x2", wire.TypeExec, shell("echo again"))
+	var again string
+	for {
+		f, ok := b.next()
+		if !ok {
+			t.Fatal("the connection ended")
+		}
+		if f.ID == "x2" && f.Event == wire.EventStream {
+			again += string(f.Data)
+		}
+		if f.ID == "x2" && f.Event == wire.EventReply {
+			break
+		}
+	}
+	if again != "again\n" {
+		t.Errorf("a new exec: %q", again)
+	}
+
+	// A third host gets nothing of the released exec again.
+	b.c.Close()
+	c := l.connect(t, key)
+	if len(c.resume.Execs) != 1 || c.resume.Execs[0].ID != "x2" || c.resume.Execs[0].Running {
+		t.Errorf("the third host's resume: %+v", c.resume)
+	}
+	c.request("s", wire.TypeShutdown, struct{}{})
+	select {
+	case <-l.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the kernel did not end at shutdown")
+	}
+	if _, err := os.Stat(l.sock); !os.IsNotExist(err) {
+		t.Errorf("the socket is left: %v", err)
+	}
+}
