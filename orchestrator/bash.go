@@ -116,9 +116,12 @@ func (s *Session) newRunner(call Call) (*runner, error) {
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	var stop bool
 	var err error
-	if r.sc.Grammar == script.Exec {
+	switch {
+	case r.sc.Grammar == script.Exec && r.from != nil:
+		stop, err = r.resumed(ctx, nil)
+	case r.sc.Grammar == script.Exec:
 		stop, err = r.shell(ctx)
-	} else {
+	default:
 		for _, st := range r.sc.File.Stmts {
 			if stop, err = r.stmt(ctx, st); stop || err != nil {
 				break
@@ -141,6 +144,8 @@ type runner struct {
 	call   Call
 	sc     *script.Script
 	index  map[*syntax.Stmt]int
+	job    *Job         // the job the call runs as; nil: none
+	from   *resumePoint // a job taken up again: where it goes on
 	cwd    string
 	vars   map[string]expand.Variable
 	status int
@@ -187,9 +192,15 @@ func (r *runner) snapshot() *Result {
 // stmt runs one statement of the grammar: a list, a pipeline or one command. stop reports
 // that the script ended (exit, or a refusal).
 func (r *runner) stmt(ctx context.Context, st *syntax.Stmt) (stop bool, err error) {
+	if r.from != nil && !r.holds(st) {
+		return false, nil // ran before the host that took the job up again
+	}
 	if b, ok := st.Cmd.(*syntax.BinaryCmd); ok {
 		switch b.Op {
 		case syntax.AndStmt, syntax.OrStmt:
+			if r.from != nil && !r.holds(b.X) {
+				return r.stmt(ctx, b.Y) // X ran, and led to Y
+			}
 			if stop, err = r.stmt(ctx, b.X); stop || err != nil {
 				return stop, err
 			}
@@ -214,6 +225,10 @@ func pipeParts(st *syntax.Stmt, out []*syntax.Stmt) []*syntax.Stmt {
 
 // pipeline expands, decides and runs one pipeline (or one command).
 func (r *runner) pipeline(ctx context.Context, parts []*syntax.Stmt) (stop bool, err error) {
+	if r.from != nil {
+		return r.resumed(ctx, parts)
+	}
+	r.at(r.index[parts[0]])
 	steps := make([]Step, len(parts))
 	for i, st := range parts {
 		step, err := r.plan(st)
@@ -255,6 +270,7 @@ func (r *runner) refuse(step Step, v Verdict) {
 
 // shell runs a script outside the grammar as one step.
 func (r *runner) shell(ctx context.Context) (stop bool, err error) {
+	r.at(0)
 	step := Step{Argv: []string{r.sc.Source}, Cwd: r.cwd, Shell: true, Script: r.sc, Command: r.sc.Source}
 	v := r.decide(ctx, step)
 	if !v.Run {
@@ -447,36 +463,65 @@ func (r *runner) exec(ctx context.Context, steps []Step, effects [][]string) err
 		}
 		x.Commands = append(x.Commands, cmd)
 	}
-	outs := make([][2]*output.Window, len(steps))
-	for i := range outs {
-		outs[i] = [2]*output.Window{output.NewWindow(r.s.cfg.Limit), output.NewWindow(r.s.cfg.Limit)}
-	}
-	live := make([]liveStep, len(steps))
+	heads := make([]StepResult, len(steps))
 	for i, st := range steps {
-		live[i] = liveStep{res: StepResult{Index: st.Index, Command: st.Command, Effects: effects[i]}, outs: outs[i]}
+		heads[i] = StepResult{Index: st.Index, Command: st.Command, Effects: effects[i]}
 	}
-	r.mu.Lock()
-	r.running = live
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		r.running = nil
-		r.mu.Unlock()
-	}()
-	stream := func(step, fd int, data []byte) {
-		if step < 0 || step >= len(outs) || (fd != 1 && fd != 2) {
-			return
-		}
-		outs[step][fd-1].Write(data)
-		if r.call.Live != nil {
-			r.call.Live(steps[step].Index, fd, data)
-		}
-	}
+	run := r.startRunning(steps, heads)
+	defer r.stopRunning()
 	c, err := r.s.conn(ctx)
 	if err != nil {
 		return err
 	}
-	raw, err := c.exec(ctx, x, stream)
+	id, p, err := c.send(wire.TypeExec, x, run.stream)
+	if err != nil {
+		return err
+	}
+	r.sent(id, heads)
+	return r.await(ctx, c, id, p, run)
+}
+
+// running is a pipeline whose output is coming.
+type running struct {
+	steps  []Step
+	heads  []StepResult
+	outs   [][2]*output.Window
+	stream func(step, fd int, data []byte)
+}
+
+// startRunning shows a pipeline's steps as running, with windows for their output.
+func (r *runner) startRunning(steps []Step, heads []StepResult) *running {
+	run := &running{steps: steps, heads: heads, outs: make([][2]*output.Window, len(steps))}
+	live := make([]liveStep, len(steps))
+	for i := range steps {
+		run.outs[i] = [2]*output.Window{output.NewWindow(r.s.cfg.Limit), output.NewWindow(r.s.cfg.Limit)}
+		live[i] = liveStep{res: heads[i], outs: run.outs[i]}
+	}
+	r.mu.Lock()
+	r.running = live
+	r.mu.Unlock()
+	run.stream = func(step, fd int, data []byte) {
+		if step < 0 || step >= len(run.outs) || (fd != 1 && fd != 2) {
+			return
+		}
+		run.outs[step][fd-1].Write(data)
+		if r.call.Live != nil {
+			r.call.Live(steps[step].Index, fd, data)
+		}
+	}
+	return run
+}
+
+func (r *runner) stopRunning() {
+	r.mu.Lock()
+	r.running = nil
+	r.mu.Unlock()
+}
+
+// await waits for a pipeline's exec to reply and records each step's end.
+func (r *runner) await(ctx context.Context, c *conn, id string, p *call, run *running) error {
+	raw, err := c.await(ctx, id, p)
+	defer r.ended(c, id)
 	if err != nil {
 		if pf := c.fault(); pf != nil {
 			return fmt.Errorf("exec: %w", pf)
@@ -488,7 +533,7 @@ func (r *runner) exec(ctx context.Context, steps []Step, effects [][]string) err
 		return fmt.Errorf("exec: bad reply: %w", err)
 	}
 	var done []StepResult
-	for i, st := range steps {
+	for i, st := range run.steps {
 		var es wire.ExitStatus
 		if i < len(xr.Statuses) {
 			es = xr.Statuses[i]
@@ -499,13 +544,12 @@ func (r *runner) exec(ctx context.Context, steps []Step, effects [][]string) err
 				line = int(st.Node.Pos().Line())
 			}
 			msg := fmt.Sprintf("bash: line %d: %s\n", line, strings.TrimPrefix(es.Error, "paddock-kernel: "))
-			stream(i, 2, []byte(msg))
+			run.stream(i, 2, []byte(msg))
 		}
-		done = append(done, StepResult{
-			Index: st.Index, Command: st.Command, Effects: effects[i],
-			Status: es.Code, Signal: es.Signal,
-			Stdout: outs[i][0].Snapshot(), Stderr: outs[i][1].Snapshot(),
-		})
+		res := run.heads[i]
+		res.Status, res.Signal = es.Code, es.Signal
+		res.Stdout, res.Stderr = run.outs[i][0].Snapshot(), run.outs[i][1].Snapshot()
+		done = append(done, res)
 		r.status = es.Code
 	}
 	// The steps move from running to ended at one moment, for snapshots.
@@ -581,14 +625,10 @@ func (d dirEntry) Type() fs.FileMode {
 	return fs.ModeIrregular
 }
 
-// exec sends an exec request and waits for its reply. When ctx ends first, the pipeline's
-// process group is signalled (TERM, then KILL after the kernel's grace) and its reply,
-// which comes once every process ended, is awaited a while longer.
-func (c *conn) exec(ctx context.Context, x wire.Exec, stream func(step, fd int, data []byte)) (json.RawMessage, error) {
-	id, p, err := c.send(wire.TypeExec, x, stream)
-	if err != nil {
-		return nil, err
-	}
+// await waits for an exec's reply. When ctx ends first, the pipeline's process group is
+// signalled (TERM, then KILL after the kernel's grace) and its reply, which comes once every
+// process ended, is awaited a while longer.
+func (c *conn) await(ctx context.Context, id string, p *call) (json.RawMessage, error) {
 	select {
 	case f := <-p.reply:
 		return replyBody(f)

@@ -104,6 +104,7 @@ func (s *Session) Spawn(ctx context.Context, cc ChildConfig) (*Session, error) {
 
 func openChild(ctx context.Context, cfg Config, parent *Session, name string, ch *child) (*Session, error) {
 	cfg.parent, cfg.name, cfg.child = parent, name, ch
+	cfg.Listen, cfg.Key = "", "" // a child's kernel is its own, and ends with its host
 	return Open(ctx, cfg)
 }
 

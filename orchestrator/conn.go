@@ -2,12 +2,17 @@ package orchestrator
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/wire"
@@ -30,9 +35,19 @@ type conn struct {
 	pending map[string]*call // guarded by mu
 	next    uint64           // guarded by mu
 	err     error            // guarded by mu; set when the gate ended
+	release []string         // guarded by mu: execs the kernel may forget, sent with the next ack
+
+	// A listening kernel (transport.Resuming) opens with resume, and keeps what it sends
+	// until acknowledged: read counts the frames the gate has handled, for the acks.
+	resume *wire.Resume
+	prefix string // request ids, unlike those of an earlier host of the same kernel
+	read   atomic.Uint64
 
 	done chan struct{} // closed when the gate has ended and every pending call failed
 }
+
+// ackEvery is how often a listening kernel is told what was handled.
+const ackEvery = 20 * time.Millisecond
 
 // call is one request waiting for its reply.
 type call struct {
@@ -40,10 +55,23 @@ type call struct {
 	stream func(step, fd int, data []byte)
 }
 
-// startConn starts reading k's frames through a gate serving handlers.
-func startConn(ctx context.Context, k transport.Kernel, handlers map[string]Handler, log *slog.Logger) *conn {
+// startConn starts reading k's frames through a gate serving handlers. adopt are calls
+// waiting for the replies of execs an earlier host sent (a listening kernel's).
+func startConn(ctx context.Context, k transport.Kernel, handlers map[string]Handler, log *slog.Logger, adopt map[string]*call) *conn {
 	c := &conn{k: k, log: log, w: wire.NewWriter(k.Stdin()), pending: map[string]*call{}, done: make(chan struct{})}
-	g := &Gate{Handlers: handlers, Reply: c.write, Route: c.route, Log: log}
+	if r, ok := k.(transport.Resuming); ok {
+		if res, ok := r.Resume(); ok {
+			c.resume = &res
+			var b [4]byte
+			_, _ = rand.Read(b[:])
+			c.prefix = "r" + hex.EncodeToString(b[:]) + "-"
+		}
+	}
+	maps.Copy(c.pending, adopt)
+	g := &Gate{Handlers: handlers, Reply: c.write, Route: c.route, Log: log, Read: func() { c.read.Add(1) }}
+	if c.resume != nil {
+		go c.acks()
+	}
 	go func() {
 		err := g.Run(context.WithoutCancel(ctx), wire.NewReader(k.Stdout()))
 		if err == nil {
@@ -81,6 +109,9 @@ func (c *conn) route(h wire.Head, line wire.Line) {
 	}
 	c.mu.Unlock()
 	if p == nil {
+		if c.resume != nil && c.read.Load() < uint64(c.resume.Replay) {
+			return // a frame sent again for an earlier host's request
+		}
 		c.log.Warn("frame for no pending request", "event", h.Event, "id", h.ID)
 		return
 	}
@@ -140,7 +171,7 @@ func (c *conn) send(typ string, body any, stream func(step, fd int, data []byte)
 		return "", nil, err
 	}
 	c.next++
-	id := strconv.FormatUint(c.next, 10)
+	id := c.prefix + strconv.FormatUint(c.next, 10)
 	c.pending[id] = p
 	c.mu.Unlock()
 	if err := c.write(&wire.Frame{Event: wire.EventRequest, ID: id, Type: typ, Body: b}); err != nil {
@@ -194,4 +225,47 @@ func (c *conn) close() error {
 	err := c.k.Kill()
 	<-c.done
 	return err
+}
+
+// acks tells a listening kernel, every ackEvery, which frames were handled and which execs
+// it may forget. Frames sent again at the resume are not acknowledged before all of them
+// were read: until then they may still be needed.
+func (c *conn) acks() {
+	t := time.NewTicker(ackEvery)
+	defer t.Stop()
+	var sent uint64
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		var seq uint64
+		if n, replay := c.read.Load(), uint64(c.resume.Replay); n >= replay {
+			seq = c.resume.Last + n - replay
+		}
+		c.mu.Lock()
+		done := c.release
+		c.release = nil
+		c.mu.Unlock()
+		if seq == sent && len(done) == 0 {
+			continue
+		}
+		b, _ := json.Marshal(wire.Ack{Seq: seq, Done: done})
+		if c.write(&wire.Frame{Event: wire.EventAck, Body: b}) != nil {
+			return
+		}
+		sent = seq
+	}
+}
+
+// forget tells a listening kernel, with the next ack, that an exec's frames are no longer
+// needed: its end is recorded.
+func (c *conn) forget(id string) {
+	if c.resume == nil {
+		return
+	}
+	c.mu.Lock()
+	c.release = append(c.release, id)
+	c.mu.Unlock()
 }

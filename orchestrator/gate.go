@@ -54,7 +54,9 @@ type Gate struct {
 	Reply func(*wire.Frame) error
 	// Route takes a reply or stream frame; the line is valid until Route returns.
 	Route func(h wire.Head, line wire.Line)
-	Log   *slog.Logger
+	// Read, when set, is called after each frame is dealt with (routed, queued or dropped).
+	Read func()
+	Log  *slog.Logger
 
 	ids idRing
 }
@@ -130,6 +132,9 @@ func (g *Gate) read(r *wire.Reader, queue chan<- item) error {
 			if adm.Code != "" && g.Log != nil {
 				g.Log.Warn("frame dropped", "event", facts.Head.Event, "id", facts.Head.ID, "code", adm.Code, "size", line.Size)
 			}
+		}
+		if g.Read != nil {
+			g.Read()
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,9 +19,13 @@ type Job struct {
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
-	end      *Result  // guarded by mu; set once
-	err      error    // guarded by mu
-	artifact *os.File // guarded by mu
+	end      *Result        // guarded by mu; set once
+	err      error          // guarded by mu
+	artifact *os.File       // guarded by mu
+	state    JobState       // guarded by mu: where the job is
+	persist  func(JobState) // guarded by mu: set by Persist
+	forgets  []forgotten    // guarded by mu: execs to forget after the next checkpoint
+	written  atomic.Int64   // bytes in the artifact
 	done     chan struct{}
 	start    time.Time
 }
@@ -100,7 +105,8 @@ func (j *Job) write(p []byte) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.artifact != nil && j.end == nil {
-		j.artifact.Write(p)
+		n, _ := j.artifact.Write(p)
+		j.written.Add(int64(n))
 	}
 }
 
@@ -205,24 +211,24 @@ func (s *Session) startJob(call Call) (*Job, error) {
 		return nil, err
 	}
 	j.r = r
-	ctx, cancel := context.WithCancel(s.life)
-	j.cancel = cancel
+	r.job = j
 	s.jobs.mu.Lock()
 	if s.jobs.all == nil {
 		s.jobs.all = map[string]*Job{}
 	}
 	s.jobs.all[id] = j
 	s.jobs.mu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer cancel()
-		res, err := r.run(ctx)
-		if err != nil && !errors.Is(err, context.Canceled) {
-			res.End = End{Kind: Failed, Status: 1, Message: err.Error(), Job: id}
-			err = nil
-		}
-		j.finish(res, err)
-	}()
+	s.goOn(j, r)
 	return j, nil
+}
+
+// finishJob runs a job's script to its end and settles the job.
+func (s *Session) finishJob(j *Job, r *runner, ctx context.Context) {
+	res, err := r.run(ctx)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		res.End = End{Kind: Failed, Status: 1, Message: err.Error(), Job: j.id}
+		err = nil
+	}
+	r.checkpoint(JobState{Stmt: -1, Ended: true})
+	j.finish(res, err)
 }

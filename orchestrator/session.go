@@ -57,6 +57,11 @@ type Config struct {
 	StateDir string
 	// Log receives diagnostics; nil discards them.
 	Log *slog.Logger
+	// Listen, when set, starts the kernel listening in this private host directory, with
+	// Key, so that it outlives this host and a new one can Reopen the session (container
+	// transports only; see transport.Spec).
+	Listen string
+	Key    string
 
 	parent *Session // set by Spawn
 	name   string
@@ -114,6 +119,24 @@ func (e *WorkdirError) Code() string { return "cwd_" + e.Reason }
 
 // Open starts a session's kernel and waits until it answers.
 func Open(ctx context.Context, cfg Config) (*Session, error) {
+	s, err := newSession(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.start(ctx)
+	if err != nil {
+		s.end()
+		if s.pgate != nil {
+			s.pgate.close()
+		}
+		return nil, err
+	}
+	s.c = c
+	return s, nil
+}
+
+// newSession checks a session's configuration and makes it, without its kernel.
+func newSession(cfg Config) (*Session, error) {
 	if cfg.Workspace == "" {
 		return nil, &WorkdirError{Reason: "none"}
 	}
@@ -150,19 +173,11 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	s.gate = cfg.Gatekeeper
 	if s.gate == nil {
 		if s.pgate, err = newPolicyGate(s, cfg.Policy); err != nil {
+			s.end()
 			return nil, err
 		}
 		s.gate = s.pgate
 	}
-	c, err := s.start(ctx)
-	if err != nil {
-		s.end()
-		if s.pgate != nil {
-			s.pgate.close()
-		}
-		return nil, err
-	}
-	s.c = c
 	return s, nil
 }
 
@@ -181,13 +196,15 @@ func (s *Session) start(ctx context.Context) (*conn, error) {
 		Cwd:     s.cwd,
 		PathMap: s.cfg.PathMap,
 		Labels:  map[string]string{"paddock.session": s.id},
+		Listen:  s.cfg.Listen,
+		Key:     s.cfg.Key,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("session %s: start kernel: %w", s.id, err)
 	}
 	handlers := s.hostHandlers()
 	maps.Copy(handlers, s.cfg.Handlers)
-	c := startConn(ctx, k, handlers, s.log)
+	c := startConn(ctx, k, handlers, s.log, nil)
 	if _, err := c.request(ctx, wire.TypePing, struct{}{}, nil); err != nil {
 		c.close()
 		return nil, fmt.Errorf("session %s: kernel did not answer: %w", s.id, err)

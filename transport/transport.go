@@ -5,10 +5,12 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 
 	"github.com/paddockhq/paddock/transport/pathmap"
+	"github.com/paddockhq/paddock/transport/wire"
 )
 
 // Transport starts kernels.
@@ -33,6 +35,29 @@ type Spec struct {
 	Cwd     string            // sandbox path the kernel starts in
 	PathMap *pathmap.Map      // sandbox <-> host; nil: the identity (local)
 	Labels  map[string]string // added to what the backend creates
+	// Listen, when set, is a private host directory (0700) bound into the sandbox where the
+	// kernel listens for its host instead of serving its standard streams: it then outlives
+	// the host's connection, and a new host reattaches to it (Reattacher). Key is what a
+	// host attaches with. Only the container transports take it.
+	Listen string
+	Key    string
+}
+
+// Reattacher is a transport whose kernels, started with Spec.Listen, outlive their host:
+// Reattach connects to the running kernel of spec.Session. It fails with ErrGone when the
+// session's sandbox is no longer there or no longer runs.
+type Reattacher interface {
+	Reattach(ctx context.Context, spec Spec) (Kernel, error)
+}
+
+// ErrGone is the error of a reattach to a sandbox that is no longer there.
+var ErrGone = errors.New("the session's sandbox is gone")
+
+// Resuming is a kernel that may be reached through a listening connection: when ok, res is
+// the resume frame that opened it (its replayed frames are the first res.Replay frames of
+// Stdout), and the host acknowledges what it handles with ack frames.
+type Resuming interface {
+	Resume() (res wire.Resume, ok bool)
 }
 
 // Stop ends a kernel as Kernel.Kill promises: its input is closed, and when it has not ended

@@ -27,6 +27,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/wire"
 )
 
 var _ transport.Transport = (*Transport)(nil)
@@ -106,6 +107,22 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 		}
 	}()
 	t1 := time.Now()
+	if spec.Listen != "" {
+		uid, gid := numericUser(t.Hardening.User)
+		if err := transport.PrepareListen(spec, uid, gid); err != nil {
+			return nil, fmt.Errorf("docker: %w", err)
+		}
+		if err := t.Client.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+			return nil, fmt.Errorf("docker: start the kernel's container: %w", err)
+		}
+		k, err := t.attach(ctx, id, spec)
+		if err != nil {
+			return nil, err
+		}
+		ok = true
+		t.log().Debug("listening kernel container started", "container", id, "create", t1.Sub(t0), "start", time.Since(t1))
+		return k, nil
+	}
 	att, err := t.Client.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
 		return nil, fmt.Errorf("docker: attach to the kernel's container: %w", err)
@@ -131,6 +148,81 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	return k, nil
 }
 
+// Reattach connects to the listening kernel of spec.Session, started by an earlier host with
+// spec.Listen and still running.
+func (t *Transport) Reattach(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	if t.Client == nil {
+		return nil, errors.New("docker: no client")
+	}
+	list, err := t.Client.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", LabelSession+"="+spec.Session), filters.Arg("label", LabelListen+"="+spec.Listen))})
+	if err != nil {
+		return nil, fmt.Errorf("docker: find the session's container: %w", err)
+	}
+	if len(list) != 1 {
+		return nil, fmt.Errorf("docker: %d containers of session %s: %w", len(list), spec.Session, transport.ErrGone)
+	}
+	if c := list[0]; c.State != "running" {
+		t.remove(c.ID)
+		return nil, fmt.Errorf("docker: the container of session %s is %s: %w", spec.Session, c.State, transport.ErrGone)
+	}
+	return t.attach(ctx, list[0].ID, spec)
+}
+
+// attach connects to the listening kernel of a running container; the container is removed
+// once it ends.
+func (t *Transport) attach(ctx context.Context, id string, spec transport.Spec) (*kernel, error) {
+	k := &kernel{t: t, id: id, done: make(chan struct{}), copied: make(chan struct{})}
+	close(k.copied)
+	go k.wait()
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	a, err := transport.Attach(actx, spec.Listen, spec.Key, k.done)
+	if err != nil {
+		k.Kill()
+		return nil, fmt.Errorf("docker: %w%s", err, t.logsOf(id))
+	}
+	k.listen = a
+	return k, nil
+}
+
+// logsOf is the end of a container's output, for an error about it.
+func (t *Transport) logsOf(id string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := t.Client.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "5"})
+	if err != nil {
+		return ""
+	}
+	defer r.Close()
+	var out strings.Builder
+	stdcopy.StdCopy(&out, &out, io.LimitReader(r, 4096))
+	if s := strings.TrimSpace(out.String()); s != "" {
+		return " (the kernel said: " + s + ")"
+	}
+	return ""
+}
+
+// numericUser is the uid and gid of a user named by number ("uid" or "uid:gid"); -1 for a
+// name, which only the image can resolve.
+func numericUser(u string) (int, int) {
+	if u == "" {
+		return -1, -1
+	}
+	us, gs, hasGID := strings.Cut(u, ":")
+	uid, err := strconv.Atoi(us)
+	if err != nil {
+		return -1, -1
+	}
+	gid := -1
+	if hasGID {
+		if g, err := strconv.Atoi(gs); err == nil {
+			gid = g
+		}
+	}
+	return uid, gid
+}
+
 func (t *Transport) log() *slog.Logger {
 	if t.Log == nil {
 		return slog.New(slog.DiscardHandler)
@@ -151,7 +243,8 @@ func (t *Transport) remove(id string) {
 type kernel struct {
 	t      *Transport
 	id     string
-	att    types.HijackedResponse
+	att    types.HijackedResponse // frames over the attached standard streams, or
+	listen *transport.Attached    // over a listening kernel's socket
 	stdout *io.PipeReader
 
 	done   chan struct{} // closed when the container has ended and been removed
@@ -165,8 +258,27 @@ type kernel struct {
 // ID returns the container's id.
 func (k *kernel) ID() string { return k.id }
 
-func (k *kernel) Stdin() io.WriteCloser { return stdin{k} }
-func (k *kernel) Stdout() io.Reader     { return k.stdout }
+func (k *kernel) Stdin() io.WriteCloser {
+	if k.listen != nil {
+		return k.listen.Writer()
+	}
+	return stdin{k}
+}
+
+func (k *kernel) Stdout() io.Reader {
+	if k.listen != nil {
+		return k.listen.Reader()
+	}
+	return k.stdout
+}
+
+// Resume is a listening kernel's resume frame.
+func (k *kernel) Resume() (wire.Resume, bool) {
+	if k.listen == nil {
+		return wire.Resume{}, false
+	}
+	return k.listen.Resume()
+}
 
 // stdin writes frames to the attached connection; closing it half-closes the connection,
 // which ends the container's standard input.
@@ -200,7 +312,11 @@ func (k *kernel) wait() {
 	case <-time.After(5 * time.Second):
 	}
 	k.t.remove(k.id)
-	k.att.Close()
+	if k.listen != nil {
+		k.listen.Conn.Close()
+	} else if k.att.Conn != nil {
+		k.att.Close()
+	}
 }
 
 func (k *kernel) Wait() error {
@@ -219,7 +335,18 @@ func (k *kernel) Kill() error {
 				k.t.log().Warn("container not killed", "container", k.id, "err", err)
 			}
 		}
-		if !transport.Stop(k.done, func() { stdin{k}.Close() }, kill, Grace, 30*time.Second) {
+		closeInput := func() { stdin{k}.Close() }
+		if k.listen != nil {
+			// A listening kernel lives on when its connection ends: TERM ends it, and it
+			// kills what it started.
+			closeInput = func() {
+				k.listen.Conn.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				k.t.Client.ContainerKill(ctx, k.id, "TERM")
+			}
+		}
+		if !transport.Stop(k.done, closeInput, kill, Grace, 30*time.Second) {
 			k.t.remove(k.id)
 		}
 	})
@@ -288,7 +415,10 @@ func notFound(err error) bool {
 
 // self returns the reaper's view of this process's machine.
 func self() Owner {
-	return Owner{Machine: machineID(), Boot: bootID(), Alive: alive}
+	return Owner{Machine: machineID(), Boot: bootID(), Alive: alive, Waiting: func(dir string) bool {
+		fi, err := os.Stat(dir)
+		return err == nil && fi.IsDir()
+	}}
 }
 
 // selfLabels are the labels that name this host process.

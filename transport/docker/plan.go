@@ -63,6 +63,9 @@ const (
 	LabelBoot    = "paddock.boot"    // the machine's boot, so a container of an earlier boot is told apart
 	LabelPID     = "paddock.pid"     // the host process's pid
 	LabelStart   = "paddock.start"   // the host process's start time, so a reused pid is told apart
+	// LabelListen is the host directory a listening kernel's socket is in: while it is
+	// there, a new host may reattach, and the reaper spares the container.
+	LabelListen = "paddock.listen"
 )
 
 // Mount is a host directory or file bound into the container.
@@ -126,6 +129,12 @@ func planContainer(spec transport.Spec, image string, extra []Mount, h Hardening
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Host, Target: m.Sandbox, ReadOnly: m.ReadOnly})
 		taken[m.Sandbox] = true
 	}
+	if spec.Listen != "" {
+		if taken[transport.ListenDir] {
+			return nil, fmt.Errorf("docker: a mount at %s is the kernel's own", transport.ListenDir)
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: spec.Listen, Target: transport.ListenDir})
+	}
 	labels := map[string]string{LabelManaged: "1"}
 	for k, v := range self {
 		labels[k] = v
@@ -136,6 +145,11 @@ func planContainer(spec transport.Spec, image string, extra []Mount, h Hardening
 	if spec.Session != "" {
 		labels[LabelSession] = spec.Session
 	}
+	args := spec.Args
+	if spec.Listen != "" {
+		labels[LabelListen] = spec.Listen
+		args = append(transport.ListenArgs(), args...)
+	}
 	env := spec.Env
 	if env == nil {
 		env = []string{}
@@ -143,7 +157,7 @@ func planContainer(spec transport.Spec, image string, extra []Mount, h Hardening
 	cfg := &container.Config{
 		Image:        image,
 		Entrypoint:   strslice.StrSlice{KernelPath},
-		Cmd:          strslice.StrSlice(append([]string{}, spec.Args...)),
+		Cmd:          strslice.StrSlice(append([]string{}, args...)),
 		Env:          env,
 		WorkingDir:   workingDir(cwd, h),
 		User:         h.User,
@@ -154,6 +168,9 @@ func planContainer(spec transport.Spec, image string, extra []Mount, h Hardening
 		OpenStdin:    true,
 		StdinOnce:    true,
 		Tty:          false,
+	}
+	if spec.Listen != "" { // frames go over the socket; the kernel's standard streams are not its host's
+		cfg.AttachStdin, cfg.OpenStdin, cfg.StdinOnce = false, false, false
 	}
 	if len(cfg.Cmd) == 0 {
 		cfg.Cmd = nil

@@ -121,7 +121,7 @@ func TestLeftover(t *testing.T) {
 	o := Owner{Machine: "m", Boot: "b", Alive: func(pid int, start string) bool {
 		s, ok := alive[pid]
 		return ok && (start == "" || s == start)
-	}}
+	}, Waiting: func(dir string) bool { return dir == "/state/s1/kernel" }}
 	for _, tc := range []struct {
 		labels map[string]string
 		want   bool
@@ -134,6 +134,10 @@ func TestLeftover(t *testing.T) {
 		{map[string]string{LabelMachine: "m", LabelBoot: "b", LabelPID: "11"}, false},                                       // not Paddock's
 		{map[string]string{LabelManaged: "1", LabelMachine: "m", LabelBoot: "b"}, false},                                    // no pid: cannot judge
 		{map[string]string{LabelManaged: "1", LabelMachine: "m", LabelBoot: "b", LabelPID: "x"}, false},
+		// A listening kernel whose host died waits while its directory is there.
+		{map[string]string{LabelManaged: "1", LabelMachine: "m", LabelBoot: "b", LabelPID: "11", LabelListen: "/state/s1/kernel"}, false},
+		{map[string]string{LabelManaged: "1", LabelMachine: "m", LabelBoot: "b", LabelPID: "11", LabelListen: "/state/s2/kernel"}, true},
+		{map[string]string{LabelManaged: "1", LabelMachine: "m", LabelBoot: "a", LabelPID: "11", LabelListen: "/state/s1/kernel"}, true},
 	} {
 		if got := Leftover(tc.labels, o); got != tc.want {
 			t.Errorf("Leftover(%v) = %v, want %v", tc.labels, got, tc.want)
@@ -157,5 +161,30 @@ func TestPlanWorkingDirUnderTmp(t *testing.T) {
 		if err != nil || p.config.WorkingDir != tc.want {
 			t.Errorf("%+v: working dir %q, %v; want %q", tc.h, p.config.WorkingDir, err, tc.want)
 		}
+	}
+}
+
+// A listening kernel's container binds its directory, runs the kernel with -listen, takes
+// no standard input, and carries the directory in a label.
+func TestPlanListen(t *testing.T) {
+	pm, err := pathmap.New(pathmap.Mount{Sandbox: "/ws", Host: "/h/ws"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := transport.Spec{Kernel: "/k", Cwd: "/ws", PathMap: pm, Listen: "/state/s1/kernel", Key: "k", Args: []string{"-grace", "1s"}}
+	p, err := planContainer(spec, "img", nil, Hardening{}, nil, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(transport.ListenArgs(), "-grace", "1s")
+	if !slices.Equal(p.config.Cmd, want) || p.config.OpenStdin || p.config.AttachStdin || p.config.Labels[LabelListen] != spec.Listen {
+		t.Errorf("config %+v", p.config)
+	}
+	found := false
+	for _, m := range p.host.Mounts {
+		found = found || (m.Source == spec.Listen && m.Target == transport.ListenDir && !m.ReadOnly)
+	}
+	if !found {
+		t.Errorf("the listening directory is not bound: %+v", p.host.Mounts)
 	}
 }

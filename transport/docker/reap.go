@@ -12,11 +12,15 @@ type Owner struct {
 	Boot    string
 	// Alive reports whether the process pid, started at start (as /proc says), runs.
 	Alive func(pid int, start string) bool
+	// Waiting reports whether a listening kernel's directory is still there: its owner's
+	// state keeps it, and a new host will reattach or remove it.
+	Waiting func(dir string) bool
 }
 
 // Leftover reports whether a container with these labels belongs to a host process that
 // died: it is Paddock's, of this machine, and of an earlier boot, or its host process is gone
-// (its pid does not run, or runs a process started at another time). A container of another
+// (its pid does not run, or runs a process started at another time) and, when its kernel
+// listens, the directory it listens in is gone. A container of another
 // machine, or without its host's labels, is never a leftover: its owner cannot be judged
 // from here.
 func Leftover(labels map[string]string, o Owner) bool {
@@ -25,6 +29,9 @@ func Leftover(labels map[string]string, o Owner) bool {
 	}
 	if b := labels[LabelBoot]; b != "" && o.Boot != "" && b != o.Boot {
 		return true
+	}
+	if d := labels[LabelListen]; d != "" && o.Waiting != nil && o.Waiting(d) {
+		return false
 	}
 	pid, err := strconv.Atoi(labels[LabelPID])
 	if err != nil || pid <= 0 {

@@ -1,0 +1,379 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/paddockhq/paddock/script"
+	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/wire"
+)
+
+// This file lets a job outlive its host. A job reports where it is (JobState) at each
+// statement and each exec it sends; a host that keeps those reports can, after it died,
+// take the job up again on the same kernel (a listening kernel, which kept the exec's
+// output and its end): Reopen.
+
+// JobState is where a job is: enough for a new host to take it up again.
+type JobState struct {
+	ID       string    `json:"id"`
+	Script   string    `json:"script"`
+	Artifact string    `json:"artifact,omitempty"`
+	Started  time.Time `json:"started"`
+	// Stmt is the index of the step whose statement runs or is about to be decided (a
+	// pipeline's first step).
+	Stmt int `json:"stmt"`
+	// Exec is the kernel's id of the statement's exec, once sent; Running its steps, and At
+	// the artifact's length when it was sent.
+	Exec    string       `json:"exec,omitempty"`
+	Running []StepResult `json:"running,omitempty"`
+	At      int64        `json:"at,omitempty"`
+	Cwd     string       `json:"cwd"`
+	Vars    []Var        `json:"vars,omitempty"`
+	Status  int          `json:"status"`
+	Done    []StepResult `json:"done,omitempty"` // the steps that ended
+	Ended   bool         `json:"ended,omitempty"`
+}
+
+// Var is one shell variable of a job.
+type Var struct {
+	Name     string `json:"name"`
+	Value    string `json:"value"`
+	Exported bool   `json:"exported,omitempty"`
+}
+
+// forgotten is an exec whose end was recorded, for the kernel to forget once the job's
+// state no longer names it.
+type forgotten struct {
+	c  *conn
+	id string
+}
+
+// Persist has save called with the job's state now and at every change, until its end
+// (the last call has Ended set). A job that is not persisted is not taken up again.
+func (j *Job) Persist(save func(JobState)) {
+	j.mu.Lock()
+	j.persist = save
+	st := j.state
+	j.mu.Unlock()
+	save(st)
+}
+
+// checkpoint records the job's state, has it saved, and only then lets the kernel forget
+// the execs it no longer names.
+func (j *Job) checkpoint(st JobState) {
+	j.mu.Lock()
+	j.state = st
+	save := j.persist
+	forgets := j.forgets
+	j.forgets = nil
+	j.mu.Unlock()
+	if save != nil {
+		save(st)
+	}
+	for _, f := range forgets {
+		f.c.forget(f.id)
+	}
+}
+
+// at records that the statement holding step stmt is about to be decided.
+func (r *runner) at(stmt int) {
+	r.checkpoint(JobState{Stmt: stmt})
+}
+
+// sent records that a pipeline's exec was sent.
+func (r *runner) sent(id string, heads []StepResult) {
+	if r.job == nil {
+		return
+	}
+	r.checkpoint(JobState{Stmt: heads[0].Index, Exec: id, Running: heads, At: r.job.written.Load()})
+}
+
+// ended lets the kernel forget an exec whose end was recorded: at once for a call, after
+// the next checkpoint for a job.
+func (r *runner) ended(c *conn, id string) {
+	if r.job == nil {
+		c.forget(id)
+		return
+	}
+	r.job.mu.Lock()
+	r.job.forgets = append(r.job.forgets, forgotten{c, id})
+	r.job.mu.Unlock()
+}
+
+func (r *runner) checkpoint(st JobState) {
+	j := r.job
+	if j == nil {
+		return
+	}
+	st.ID, st.Script, st.Artifact, st.Started = j.id, j.script, r.call.Artifact, j.start
+	st.Cwd, st.Status = r.cwd, r.status
+	for k, v := range r.vars {
+		st.Vars = append(st.Vars, Var{Name: k, Value: v.Str, Exported: v.Exported})
+	}
+	slices.SortFunc(st.Vars, func(a, b Var) int { return strings.Compare(a.Name, b.Name) })
+	r.mu.Lock()
+	st.Done = slices.Clone(r.res.Steps)
+	r.mu.Unlock()
+	j.checkpoint(st)
+}
+
+// resumePoint is where a job taken up again goes on: the statement holding step, waiting
+// for the reply of the exec an earlier host sent (p set), or decided again.
+type resumePoint struct {
+	step int
+	id   string
+	p    *call
+	run  *running
+}
+
+// holds reports whether statement st holds the resume point's step.
+func (r *runner) holds(st syntax.Node) bool {
+	if r.from.step < 0 || r.from.step >= len(r.sc.Steps) {
+		return false
+	}
+	at := r.sc.Steps[r.from.step]
+	return st.Pos().Offset() <= at.Pos().Offset() && at.End().Offset() <= st.End().Offset()
+}
+
+// resumed runs the statement at the resume point: the exec an earlier host sent is
+// awaited, or the statement runs from its start.
+func (r *runner) resumed(ctx context.Context, parts []*syntax.Stmt) (stop bool, err error) {
+	from := r.from
+	r.from = nil
+	if from.p == nil {
+		if parts == nil {
+			return r.shell(ctx)
+		}
+		return r.pipeline(ctx, parts)
+	}
+	defer r.stopRunning()
+	c, err := r.s.conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	return false, r.await(ctx, c, from.id, from.p, from.run)
+}
+
+// Restore is a job to take up again, and where its output goes as it comes.
+type Restore struct {
+	State JobState
+	Live  func(step, fd int, data []byte)
+}
+
+// Reopen takes up a session whose kernel outlived its host: k is the kernel reattached (a
+// listening one, transport.Resuming). jobs are the jobs the earlier host persisted: each
+// one not ended goes on where it was — awaiting the exec it had sent, whose whole output the
+// kernel kept (what the artifact already holds is not written again), or deciding its
+// statement again when it had sent none. A job whose exec the kernel no longer holds ends
+// as failed, its output up to then in its artifact. Execs an earlier host sent for calls
+// that are no job are killed: their callers are gone.
+func Reopen(ctx context.Context, cfg Config, k transport.Kernel, jobs []Restore) (*Session, error) {
+	r, ok := k.(transport.Resuming)
+	var res wire.Resume
+	if ok {
+		res, ok = r.Resume()
+	}
+	if !ok {
+		return nil, errors.New("reopen: the kernel was not reattached through a listening connection")
+	}
+	s, err := newSession(cfg)
+	if err != nil {
+		return nil, err
+	}
+	held := map[string]wire.HeldExec{}
+	for _, h := range res.Execs {
+		held[h.ID] = h
+	}
+	adopt := map[string]*call{}
+	type taken struct {
+		j *Job
+		r *runner
+	}
+	var goOn []taken
+	for _, rs := range jobs {
+		js := rs.State
+		if js.Ended {
+			continue
+		}
+		j, jr, err := s.restoreJob(js, rs.Live)
+		if err != nil {
+			s.log.Error("job not taken up again", "job", js.ID, "err", err)
+			continue
+		}
+		if js.Exec == "" {
+			jr.from = &resumePoint{step: js.Stmt}
+			goOn = append(goOn, taken{j, jr})
+			continue
+		}
+		h, ok := held[js.Exec]
+		if !ok {
+			res := jr.snapshot()
+			res.End = End{Kind: Failed, Status: 1, Job: j.id,
+				Message: "the step that ran when the host stopped ended unseen; its output is in the job's artifact"}
+			j.finish(res, nil)
+			continue
+		}
+		run := jr.adopt(js, h)
+		adopt[js.Exec] = run.p
+		jr.from = &resumePoint{step: js.Stmt, id: js.Exec, p: run.p, run: run.running}
+		goOn = append(goOn, taken{j, jr})
+	}
+	// The execs no job takes belong to calls whose callers are gone: killed, and forgotten
+	// once they end.
+	var orphans []wire.HeldExec
+	for _, h := range res.Execs {
+		if adopt[h.ID] == nil {
+			adopt[h.ID] = &call{reply: make(chan wire.Frame, 1)}
+			orphans = append(orphans, h)
+		}
+	}
+	handlers := s.hostHandlers()
+	maps.Copy(handlers, s.cfg.Handlers)
+	c := startConn(ctx, k, handlers, s.log, adopt)
+	s.c = c
+	for _, h := range orphans {
+		p := adopt[h.ID]
+		go func() {
+			if h.Running {
+				sctx, cancel := context.WithTimeout(s.life, 10*time.Second)
+				c.request(sctx, wire.TypeSignal, wire.Signal{Target: h.ID, Signal: "KILL"}, nil)
+				cancel()
+			}
+			select {
+			case <-p.reply:
+				c.forget(h.ID)
+			case <-c.done:
+			}
+		}()
+	}
+	if _, err := c.request(ctx, wire.TypePing, struct{}{}, nil); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("session %s: the reattached kernel did not answer: %w", s.id, err)
+	}
+	for _, t := range goOn {
+		s.goOn(t.j, t.r)
+	}
+	return s, nil
+}
+
+// restoreJob makes a job from its state: its runner where the state says, its artifact
+// appended to.
+func (s *Session) restoreJob(js JobState, live func(step, fd int, data []byte)) (*Job, *runner, error) {
+	j := &Job{id: js.ID, script: js.Script, done: make(chan struct{}), start: js.Started}
+	if js.Artifact != "" {
+		f, err := os.OpenFile(js.Artifact, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("job %s: artifact: %w", js.ID, err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+		j.artifact = f
+		j.written.Store(fi.Size())
+	}
+	call := Call{Script: js.Script, Artifact: js.Artifact}
+	call.Live = func(step, fd int, data []byte) {
+		j.write(data)
+		if live != nil {
+			live(step, fd, data)
+		}
+	}
+	r, err := s.newRunner(call)
+	if err != nil {
+		if j.artifact != nil {
+			j.artifact.Close()
+		}
+		return nil, nil, err
+	}
+	r.job = j
+	j.r = r
+	j.state = js
+	r.cwd, r.status = js.Cwd, js.Status
+	r.vars = map[string]expand.Variable{}
+	for _, v := range js.Vars {
+		r.setVar(v.Name, v.Value, v.Exported)
+	}
+	r.res.Steps = slices.Clone(js.Done)
+	s.jobs.mu.Lock()
+	if s.jobs.all == nil {
+		s.jobs.all = map[string]*Job{}
+	}
+	s.jobs.all[j.id] = j
+	if _, n, ok := strings.Cut(j.id, "-j"); ok {
+		if n, err := strconv.Atoi(n); err == nil && n > s.jobs.next {
+			s.jobs.next = n
+		}
+	}
+	s.jobs.mu.Unlock()
+	return j, r, nil
+}
+
+// adopted is an exec an earlier host sent, taken up by a job.
+type adopted struct {
+	running *running
+	p       *call
+}
+
+// adopt prepares a job's runner to receive the output and reply of the exec its state
+// names. The kernel sends that output again from the start (less what it skipped, which the
+// artifact holds); the windows take all of it, the artifact and the live output only what
+// the artifact does not have yet.
+func (r *runner) adopt(js JobState, h wire.HeldExec) adopted {
+	steps := make([]Step, len(js.Running))
+	for i, head := range js.Running {
+		steps[i] = Step{Index: head.Index, Command: head.Command, Shell: r.sc.Grammar == script.Exec}
+		if !steps[i].Shell && head.Index >= 0 && head.Index < len(r.sc.Steps) {
+			steps[i].Node = r.sc.Steps[head.Index]
+		}
+	}
+	run := r.startRunning(steps, slices.Clone(js.Running))
+	have := r.job.written.Load() - js.At // bytes of this exec the artifact holds
+	pos := h.Skipped
+	if h.Skipped > 0 && len(run.outs) > 0 && r.call.Artifact != "" {
+		// What the kernel no longer kept is in the artifact, without its streams told
+		// apart: it counts as the first step's standard output.
+		if f, err := os.Open(r.call.Artifact); err == nil {
+			io.Copy(run.outs[0][0], io.NewSectionReader(f, js.At, min(h.Skipped, have)))
+			f.Close()
+		}
+	}
+	p := &call{reply: make(chan wire.Frame, 1), stream: func(step, fd int, data []byte) {
+		if step < 0 || step >= len(run.outs) || (fd != 1 && fd != 2) {
+			return
+		}
+		run.outs[step][fd-1].Write(data)
+		end := pos + int64(len(data))
+		if end > have && r.call.Live != nil {
+			r.call.Live(steps[step].Index, fd, data[max(0, have-pos):])
+		}
+		pos = end
+	}}
+	return adopted{running: run, p: p}
+}
+
+// goOn runs a job taken up again to its end, on the session's lifetime.
+func (s *Session) goOn(j *Job, r *runner) {
+	ctx, cancel := context.WithCancel(s.life)
+	j.cancel = cancel
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer cancel()
+		s.finishJob(j, r, ctx)
+	}()
+}
+

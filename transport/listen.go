@@ -1,0 +1,182 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/paddockhq/paddock/transport/wire"
+)
+
+// A listening kernel's files, in its listening directory.
+const (
+	ListenDir    = "/.paddock/run" // where a container transport binds Spec.Listen
+	ListenSocket = "kernel.sock"
+	ListenKey    = "key" // the key file; the kernel removes it once read
+)
+
+// ListenArgs are a kernel's arguments to listen in ListenDir.
+func ListenArgs() []string {
+	return []string{"-listen", ListenDir + "/" + ListenSocket, "-key-file", ListenDir + "/" + ListenKey}
+}
+
+// PrepareListen writes the key file for a kernel started with ListenArgs into spec.Listen.
+// uid, when not -1, is the sandbox user the kernel runs as: the directory and the file
+// become its own.
+func PrepareListen(spec Spec, uid, gid int) error {
+	if spec.Key == "" {
+		return errors.New("listen: no key")
+	}
+	if err := os.MkdirAll(spec.Listen, 0o700); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	key := filepath.Join(spec.Listen, ListenKey)
+	if err := os.WriteFile(key, []byte(spec.Key), 0o600); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	if uid != -1 && uid != os.Getuid() {
+		for _, p := range []string{spec.Listen, key} {
+			if err := os.Chown(p, uid, gid); err != nil {
+				return fmt.Errorf("listen: the kernel runs as uid %d and cannot use %s: %w", uid, spec.Listen, err)
+			}
+		}
+	}
+	return nil
+}
+
+// maxResume bounds the resume frame's line.
+const maxResume = 64 << 10
+
+// Attach connects to the kernel listening in dir and attaches with key, trying again while
+// the socket is not there yet, until ctx ends or ended is closed (the sandbox ended). It
+// returns the connection with the resume frame read.
+func Attach(ctx context.Context, dir, key string, ended <-chan struct{}) (*Attached, error) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		c, err := dialIn(dir, ListenSocket)
+		if err == nil {
+			a, err := attach(ctx, c, key)
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			return a, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("the kernel does not listen in %s: %w", dir, err)
+		case <-ended:
+			return nil, fmt.Errorf("the sandbox ended before its kernel listened: %w", ErrGone)
+		case <-tick.C:
+		}
+	}
+}
+
+// dialIn connects to the socket name in dir. A path too long for a socket address is
+// reached through the directory's descriptor.
+func dialIn(dir, name string) (*net.UnixConn, error) {
+	p := filepath.Join(dir, name)
+	if len(p) > 100 {
+		d, err := os.Open(dir)
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		p = fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), name)
+	}
+	return net.DialUnix("unix", nil, &net.UnixAddr{Name: p, Net: "unix"})
+}
+
+func attach(ctx context.Context, c *net.UnixConn, key string) (*Attached, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(10 * time.Second)
+	}
+	c.SetDeadline(deadline)
+	body, _ := json.Marshal(wire.Attach{Key: key})
+	if err := wire.NewWriter(c).Write(&wire.Frame{Event: wire.EventAttach, Body: body}); err != nil {
+		return nil, fmt.Errorf("attach: %w", err)
+	}
+	br := bufio.NewReaderSize(c, maxResume)
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return nil, fmt.Errorf("attach: no resume frame from the kernel (a wrong key closes the connection): %w", err)
+	}
+	res, err := ParseResume(line)
+	if err != nil {
+		return nil, err
+	}
+	c.SetDeadline(time.Time{})
+	return &Attached{Conn: c, resume: res, r: &rest{b: br, c: c}}, nil
+}
+
+// ParseResume reads a kernel's resume frame. It comes from the sandbox: anything but a
+// well-formed one is a protocol fault.
+func ParseResume(line []byte) (wire.Resume, error) {
+	f, err := wire.Decode(line)
+	if err != nil {
+		return wire.Resume{}, err
+	}
+	var res wire.Resume
+	switch {
+	case f.Event != wire.EventResume:
+		return res, &wire.ProtocolFault{Reason: fmt.Sprintf("the first frame is %q, not resume", f.Event)}
+	case json.Unmarshal(f.Body, &res) != nil:
+		return res, &wire.ProtocolFault{Reason: "the resume frame's body does not decode"}
+	case res.Replay < 0 || uint64(res.Replay) > res.Last:
+		return res, &wire.ProtocolFault{Reason: fmt.Sprintf("the resume frame replays %d frames of %d", res.Replay, res.Last)}
+	}
+	seen := map[string]bool{}
+	for _, x := range res.Execs {
+		if x.ID == "" || seen[x.ID] || x.Skipped < 0 {
+			return res, &wire.ProtocolFault{Reason: "the resume frame's execs are malformed"}
+		}
+		seen[x.ID] = true
+	}
+	return res, nil
+}
+
+// Attached is the connection to a listening kernel, from after its resume frame.
+type Attached struct {
+	Conn   *net.UnixConn
+	resume wire.Resume
+	r      io.Reader
+}
+
+// Resume is the resume frame the kernel opened the connection with.
+func (a *Attached) Resume() (wire.Resume, bool) { return a.resume, true }
+
+// Reader reads the frames after the resume frame.
+func (a *Attached) Reader() io.Reader { return a.r }
+
+// Writer writes frames; closing it ends the connection's writing half: the kernel lives on.
+func (a *Attached) Writer() io.WriteCloser { return halfClose{a.Conn} }
+
+type halfClose struct{ c *net.UnixConn }
+
+func (h halfClose) Write(p []byte) (int, error) { return h.c.Write(p) }
+func (h halfClose) Close() error                { return h.c.CloseWrite() }
+
+// rest reads what a bufio.Reader holds, then the connection itself.
+type rest struct {
+	b *bufio.Reader
+	c net.Conn
+}
+
+func (r *rest) Read(p []byte) (int, error) {
+	if r.b != nil {
+		if r.b.Buffered() > 0 {
+			return r.b.Read(p)
+		}
+		r.b = nil
+	}
+	return r.c.Read(p)
+}
