@@ -1,0 +1,208 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/wire"
+)
+
+// listenTransport runs a listening kernel as a host process in its own session, the way a
+// container transport runs one in a container: it outlives the connection of the host that
+// started it, and Reattach connects to it again.
+type listenTransport struct {
+	mu    sync.Mutex
+	procs map[string]*proc // by listening directory
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (t *listenTransport) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	if err := transport.PrepareListen(spec, -1, -1); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(spec.Kernel, "-listen", filepath.Join(spec.Listen, transport.ListenSocket),
+		"-key-file", filepath.Join(spec.Listen, transport.ListenKey))
+	cmd.Dir, cmd.Env, cmd.Stderr = spec.Cwd, spec.Env, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.mu.Lock()
+	if t.procs == nil {
+		t.procs = map[string]*proc{}
+	}
+	p := &proc{cmd, done}
+	t.procs[spec.Listen] = p
+	t.mu.Unlock()
+	return t.attach(ctx, spec, p)
+}
+
+func (t *listenTransport) Reattach(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	t.mu.Lock()
+	p := t.procs[spec.Listen]
+	t.mu.Unlock()
+	if p == nil {
+		return nil, transport.ErrGone
+	}
+	return t.attach(ctx, spec, p)
+}
+
+func (t *listenTransport) attach(ctx context.Context, spec transport.Spec, p *proc) (transport.Kernel, error) {
+	a, err := transport.Attach(ctx, spec.Listen, spec.Key, p.done)
+	if err != nil {
+		p.cmd.Process.Kill()
+		return nil, err
+	}
+	return &listenKernel{a: a, cmd: p.cmd, done: p.done}, nil
+}
+
+// listenKernel is a listening kernel process reached over its socket.
+type listenKernel struct {
+	a    *transport.Attached
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has ended
+}
+
+func (k *listenKernel) Stdin() io.WriteCloser       { return k.a.Writer() }
+func (k *listenKernel) Stdout() io.Reader           { return k.a.Reader() }
+func (k *listenKernel) Resume() (wire.Resume, bool) { return k.a.Resume() }
+func (k *listenKernel) Wait() error                 { <-k.done; return nil }
+
+// Kill ends the kernel as a container transport does: TERM, and it kills what it started.
+func (k *listenKernel) Kill() error {
+	k.a.Conn.Close()
+	k.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-k.done:
+	case <-time.After(5 * time.Second):
+		k.cmd.Process.Kill()
+		<-k.done
+	}
+	return nil
+}
+
+// disconnect cuts the connection, as the death of its host does.
+func (k *listenKernel) disconnect() { k.a.Conn.Close() }
+
+// A job outlives its host: the host's connection is cut while the job's script is in its
+// middle; a new host reopens the session on the same kernel and the job goes on from where
+// it was — its exec's whole output once, in its artifact and its window, then its next
+// steps with the variables and directory the script had set — and a new step runs.
+//
+// law: job_no_silent_loss
+func TestReopenTakesUpJobs(t *testing.T) {
+	ctx := context.Background()
+	kbin, err := images.Default.Find(ctx, runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	os.Mkdir(filepath.Join(ws, "sub"), 0o755)
+	state := t.TempDir()
+	lt := &listenTransport{}
+	cfg := Config{Workspace: ws, Transport: lt, Kernel: kbin, Listen: filepath.Join(state, "kernel"), Key: "k3y",
+		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws, "LC_ALL=C"}}
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	art := filepath.Join(state, "job.out")
+	src := "cd sub; export GREETING=hi; sh -c 'for i in $(seq 1 40); do echo line$i; sleep 0.02; done'; echo $GREETING $PWD > ../after.txt; echo end"
+	res, err := s.Run(ctx, Call{Script: src, Budget: 150 * time.Millisecond, Artifact: art})
+	if err != nil || res.End.Kind != Detached {
+		t.Fatalf("%v %+v", err, res.End)
+	}
+	j, err := s.Job(res.End.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dead atomic.Bool
+	var mu sync.Mutex
+	var last JobState
+	j.Persist(func(st JobState) {
+		if !dead.Load() {
+			mu.Lock()
+			last = st
+			mu.Unlock()
+		}
+	})
+	time.Sleep(100 * time.Millisecond)
+	// The host dies: its connection ends, and nothing it holds counts any more.
+	mu.Lock()
+	dead.Store(true)
+	js := last
+	mu.Unlock()
+	s.mu.Lock()
+	s.c.k.(*listenKernel).disconnect()
+	s.mu.Unlock()
+	if js.Exec == "" || js.Cwd != filepath.Join(ws, "sub") {
+		t.Fatalf("the state when the host died: %+v", js)
+	}
+
+	k, err := lt.Reattach(ctx, transport.Spec{Listen: cfg.Listen, Key: cfg.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live strings.Builder
+	var lmu sync.Mutex
+	s2, err := Reopen(ctx, cfg, k, []Restore{{State: js, Live: func(_, _ int, data []byte) {
+		lmu.Lock()
+		live.Write(data)
+		lmu.Unlock()
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	j2, err := s2.Job(js.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	end, err := j2.Wait(wctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines strings.Builder
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&lines, "line%d\n", i)
+	}
+	if end.End.Kind != Finished || end.End.Status != 0 || len(end.Steps) != 5 {
+		t.Fatalf("the job's end: %+v", end)
+	}
+	if got := end.Steps[2].Stdout; got.Text != lines.String() || got.DroppedBytes != 0 {
+		t.Errorf("the exec's window: %q (dropped %d)", got.Text, got.DroppedBytes)
+	}
+	if got := end.Steps[4].Stdout.Text; got != "end\n" {
+		t.Errorf("the last step: %q", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "after.txt")); string(b) != "hi "+filepath.Join(ws, "sub")+"\n" {
+		t.Errorf("the step after the restart did not see the script's state: %q", b)
+	}
+	if b, _ := os.ReadFile(art); string(b) != lines.String()+"end\n" {
+		t.Errorf("the artifact holds:\n%q", b)
+	}
+	if r, err := s2.Bash(ctx, "echo new"); err != nil || r.Steps[0].Stdout.Text != "new\n" {
+		t.Errorf("a new step: %v %+v", err, r)
+	}
+}
