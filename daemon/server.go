@@ -24,6 +24,7 @@ import (
 
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/transport"
 )
 
 // Opened is what a session's opener returns: the orchestrator's configuration (transport,
@@ -84,9 +85,15 @@ type entry struct {
 
 	calls atomic.Int64
 
+	// req and key, for a session whose kernel listens (a container's), let a new daemon
+	// reopen it after this one died.
+	req *api.OpenRequest
+	key string
+
 	mu        sync.Mutex
-	info      api.Session       // guarded by mu
-	gone      bool              // guarded by mu: closed; its state directory goes
+	info      api.Session                      // guarded by mu
+	states    map[string]orchestrator.JobState // guarded by mu: where each detached job is
+	gone      bool                             // guarded by mu: closed; its state directory goes
 	children  []string          // guarded by mu
 	artifacts map[string]string // guarded by mu: job id -> artifact file
 }
@@ -170,6 +177,18 @@ func (s *Server) sessionDir(id string) string {
 // stateFile is where a session's description is kept, so that a new daemon lists it again.
 const stateFile = "session.json"
 
+// stored is a session's state file.
+type stored struct {
+	Session api.Session `json:"session"`
+	// Request and Key reopen a session whose kernel listens (listenDir).
+	Request *api.OpenRequest                 `json:"request,omitempty"`
+	Key     string                           `json:"key,omitempty"`
+	Jobs    map[string]orchestrator.JobState `json:"jobs,omitempty"`
+}
+
+// listenDir is where a session's listening kernel has its socket, in its state directory.
+const listenDir = "kernel"
+
 // save writes a session's state file (0600 from the moment it exists), replacing it whole;
 // once the session is closed it does nothing.
 func (e *entry) save() error {
@@ -178,7 +197,7 @@ func (e *entry) save() error {
 	if e.gone {
 		return nil
 	}
-	b, err := json.MarshalIndent(e.info, "", "  ")
+	b, err := json.MarshalIndent(stored{Session: e.info, Request: e.req, Key: e.key, Jobs: e.states}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -189,9 +208,9 @@ func (e *entry) save() error {
 	return os.Rename(tmp, filepath.Join(e.dir, stateFile))
 }
 
-// recover lists again the sessions a previous daemon recorded. Their kernels cannot be
-// taken up again (a kernel ends when its host's connection does, and the transports hold
-// no reattach), so each is listed as ended, with the reason, until it is closed.
+// recover lists again the sessions a previous daemon recorded. A session whose kernel
+// listens (a container's) and still runs is reopened, its detached jobs going on; any
+// other is listed as ended, with the reason, until it is closed.
 func (s *Server) recover() {
 	dirs, _ := os.ReadDir(filepath.Join(s.cfg.StateDir, "sessions"))
 	for _, d := range dirs {
@@ -200,14 +219,27 @@ func (s *Server) recover() {
 		if err != nil {
 			continue
 		}
-		var info api.Session
-		if json.Unmarshal(b, &info) != nil || info.ID != d.Name() {
+		var st stored
+		if json.Unmarshal(b, &st) != nil || st.Session.ID != d.Name() {
 			s.log.Warn("unreadable session state file", "dir", dir)
 			continue
 		}
+		if st.Session.State == api.Open && st.Request != nil {
+			e, err := s.reopen(dir, st)
+			if err == nil {
+				s.sessions[e.info.ID] = e
+				s.log.Info("session from a previous daemon reopened", "session", e.info.ID, "jobs", len(st.Jobs))
+				continue
+			}
+			s.log.Warn("session from a previous daemon cannot be reopened", "session", st.Session.ID, "err", err)
+			st.Session.Reason = "its kernel cannot be reattached: " + err.Error()
+		}
+		info := st.Session
 		if info.State == api.Open {
 			info.State = api.Ended
-			info.Reason = "its kernel ended while no daemon held it (the daemon restarted)"
+			if info.Reason == "" {
+				info.Reason = "its kernel ended while no daemon held it (the daemon restarted)"
+			}
 			if s.cfg.Recover != nil {
 				if r := s.cfg.Recover(s.life, info); r != "" {
 					info.Reason = r
@@ -227,6 +259,100 @@ func (s *Server) recover() {
 		s.sessions[info.ID] = e
 		s.log.Warn("session from a previous daemon listed as ended", "session", info.ID, "reason", info.Reason)
 	}
+}
+
+// reopen takes up a session a previous daemon left open, on its kernel, which listened and
+// outlived it: the session is configured again from its request, its kernel reattached, its
+// detached jobs taken up where they were.
+func (s *Server) reopen(dir string, st stored) (*entry, error) {
+	ctx, cancel := context.WithTimeout(s.life, 60*time.Second)
+	defer cancel()
+	o, err := s.cfg.Open(ctx, *st.Request)
+	if err != nil {
+		return nil, err
+	}
+	release := func() {
+		if o.Release != nil {
+			o.Release()
+		}
+	}
+	ra, ok := o.Config.Transport.(transport.Reattacher)
+	if !ok {
+		release()
+		return nil, fmt.Errorf("its transport (%s) cannot reattach", o.Transport)
+	}
+	info := st.Session
+	cfg := o.Config
+	cfg.ID, cfg.StateDir, cfg.Log = info.ID, dir, s.log
+	cfg.Listen, cfg.Key = filepath.Join(dir, listenDir), st.Key
+	k, err := ra.Reattach(ctx, transport.Spec{Session: info.ID, Listen: cfg.Listen, Key: cfg.Key})
+	if err != nil {
+		release()
+		return nil, err
+	}
+	e := &entry{cfg: cfg, hub: newHub(info.ID), dir: dir, noOT: o.NoOutputTimeout, release: o.Release,
+		req: st.Request, key: st.Key, artifacts: map[string]string{}, states: map[string]orchestrator.JobState{}}
+	var restores []orchestrator.Restore
+	for i, j := range info.Jobs {
+		if j.Done {
+			continue
+		}
+		js, ok := st.Jobs[j.ID]
+		switch {
+		case !ok:
+			info.Jobs[i].Done, info.Jobs[i].Lost = true, true
+		case js.Ended:
+			info.Jobs[i].Done, info.Jobs[i].Result = true, js.Result
+		default:
+			e.artifacts[j.ID] = j.Artifact
+			restores = append(restores, orchestrator.Restore{State: js, Live: e.live})
+		}
+	}
+	e.info = info
+	e.children = slices.Clone(info.Children)
+	sess, err := orchestrator.Reopen(ctx, cfg, k, restores)
+	if err != nil {
+		k.Kill()
+		release()
+		return nil, err
+	}
+	e.s = sess
+	s.hubMetrics(e.hub)
+	for _, j := range sess.Jobs() {
+		s.persist(e, j)
+		s.wg.Add(1)
+		go s.watchJob(e, j, e.artifacts[j.ID()])
+	}
+	if err := e.save(); err != nil {
+		s.log.Warn("session state file", "session", info.ID, "error", err)
+	}
+	s.metrics.add(func(m *metrics) { m.open++ })
+	return e, nil
+}
+
+// live publishes a session's output as it comes.
+func (e *entry) live(step, fd int, data []byte) {
+	e.hub.publish(api.Event{Kind: api.EventOutput, Output: &api.Output{Step: step, FD: fd, Data: string(data)}})
+}
+
+// persist keeps a detached job's state in the session's state file, for a daemon that
+// takes it up after this one died; a session whose kernel does not listen keeps none.
+func (s *Server) persist(e *entry, j *orchestrator.Job) {
+	if e.key == "" {
+		return
+	}
+	id := j.ID()
+	j.Persist(func(st orchestrator.JobState) {
+		e.mu.Lock()
+		if e.states == nil {
+			e.states = map[string]orchestrator.JobState{}
+		}
+		e.states[id] = st
+		e.mu.Unlock()
+		if err := e.save(); err != nil {
+			s.log.Warn("session state file", "session", id, "error", err)
+		}
+	})
 }
 
 // open opens a root session, or (parent set) spawns a child.
@@ -251,6 +377,12 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 	cfg.ID = id
 	cfg.StateDir = dir
 	cfg.Log = s.log
+	var stored *api.OpenRequest
+	if _, ok := cfg.Transport.(transport.Reattacher); ok {
+		// The kernel listens, and outlives this daemon: a new one reopens the session.
+		cfg.Listen, cfg.Key = filepath.Join(dir, listenDir), newID()+newID()
+		stored = &req
+	}
 	sess, err := orchestrator.Open(ctx, cfg)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -259,7 +391,8 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 		}
 		return nil, err
 	}
-	e := &entry{s: sess, cfg: cfg, hub: newHub(id), dir: dir, noOT: o.NoOutputTimeout, release: o.Release, artifacts: map[string]string{}}
+	e := &entry{s: sess, cfg: cfg, hub: newHub(id), dir: dir, noOT: o.NoOutputTimeout, release: o.Release,
+		req: stored, key: cfg.Key, artifacts: map[string]string{}}
 	e.info = api.Session{ID: id, State: api.Open, Workspace: sess.Workspace(), Transport: o.Transport,
 		Created: time.Now().UTC(), BlockingBudget: cfg.Budget.String(), Warnings: o.Warnings}
 	if o.NoOutputTimeout > 0 {
@@ -539,6 +672,7 @@ func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (*orch
 	e.info.Jobs = append(e.info.Jobs, api.Job{ID: j.ID(), Script: j.Script(), Artifact: art})
 	e.mu.Unlock()
 	e.save() // a daemon killed now still lists the job, and its output so far
+	s.persist(e, j)
 	s.metrics.add(func(m *metrics) { m.detached++ })
 	s.wg.Add(1)
 	go s.watchJob(e, j, art)

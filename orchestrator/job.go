@@ -229,6 +229,6 @@ func (s *Session) finishJob(j *Job, r *runner, ctx context.Context) {
 		res.End = End{Kind: Failed, Status: 1, Message: err.Error(), Job: j.id}
 		err = nil
 	}
-	r.checkpoint(JobState{Stmt: -1, Ended: true})
+	r.checkpoint(JobState{Stmt: -1, Ended: true, Result: res})
 	j.finish(res, err)
 }

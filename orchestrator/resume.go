@@ -44,6 +44,7 @@ type JobState struct {
 	Status  int          `json:"status"`
 	Done    []StepResult `json:"done,omitempty"` // the steps that ended
 	Ended   bool         `json:"ended,omitempty"`
+	Result  *Result      `json:"result,omitempty"` // ended: the script's own end
 }
 
 // Var is one shell variable of a job.

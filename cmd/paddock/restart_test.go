@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,11 +69,11 @@ func startServe(t *testing.T, bin, sock, state string, env []string) (*exec.Cmd,
 }
 
 // A daemon killed outright with two container sessions open, one running a job: the next
-// daemon lists both again, as ended with the reason, removes their containers, and opens
-// new sessions that run.
+// daemon finds both by their state files and labels, reattaches to their kernels (which
+// listened, and outlived the daemon) and lists them open again; the job's output is
+// complete, each byte once, and new steps run in both.
 //
-// Not shown, because the kernel cannot outlive its host's connection yet: the job's output
-// complete and a new step in the old session (see the daemon's recover).
+// law: job_no_silent_loss
 func TestDaemonRestartDocker(t *testing.T) {
 	needDocker(t)
 	bin := buildPaddock(t)
@@ -108,7 +110,11 @@ func TestDaemonRestartDocker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := c.Bash(ctx, a.ID, api.BashRequest{Script: "for i in $(seq 1 100); do echo line$i; sleep 0.1; done"})
+	if _, err := c.Bash(ctx, b.ID, api.BashRequest{Script: "cd /tmp"}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 60
+	r, err := c.Bash(ctx, a.ID, api.BashRequest{Script: fmt.Sprintf("echo start; for i in $(seq 1 %d); do echo line$i; sleep 0.05; done", n)})
 	if err != nil || r.End.Kind != orchestrator.Detached {
 		t.Fatalf("%v %+v", err, r.Result)
 	}
@@ -117,14 +123,19 @@ func TestDaemonRestartDocker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
+	containers := map[string][]string{}
 	for _, id := range []string{a.ID, b.ID} {
-		if ids, err := docker.SessionContainers(ctx, cli, id); err != nil || len(ids) != 1 {
+		ids, err := docker.SessionContainers(ctx, cli, id)
+		if err != nil || len(ids) != 1 {
 			t.Fatalf("session %s: containers %v %v", id, ids, err)
 		}
+		containers[id] = ids
 	}
 
+	time.Sleep(500 * time.Millisecond)
 	first.Process.Signal(syscall.SIGKILL)
 	<-firstDone
+	time.Sleep(500 * time.Millisecond) // the job goes on with no daemon
 	startServe(t, bin, sock, state, env)
 	c.Close()
 	list, err := c.Sessions(ctx)
@@ -138,32 +149,46 @@ func TestDaemonRestartDocker(t *testing.T) {
 	for _, id := range []string{a.ID, b.ID} {
 		s, ok := got[id]
 		if !ok {
-			t.Errorf("session %s was dropped", id)
-			continue
+			t.Fatalf("session %s was dropped", id)
 		}
-		if s.State != api.Ended || !strings.Contains(s.Reason, "container") || s.Transport != "docker" {
+		if s.State != api.Open || s.Transport != "docker" {
 			t.Errorf("session %s: %s (%s)", id, s.State, s.Reason)
 		}
-		if ids, err := docker.SessionContainers(ctx, cli, id); err != nil || len(ids) != 0 {
-			t.Errorf("session %s: containers left %v %v", id, ids, err)
+		if ids, err := docker.SessionContainers(ctx, cli, id); err != nil || !slices.Equal(ids, containers[id]) {
+			t.Errorf("session %s: containers %v, before the restart %v (%v)", id, ids, containers[id], err)
 		}
 	}
-	// The running job is listed as lost; its artifact holds the output it had produced.
-	if jobs := got[a.ID].Jobs; len(jobs) != 1 || jobs[0].ID != r.End.Job || !jobs[0].Lost {
-		t.Errorf("the killed daemon's job: %+v", jobs)
-	} else if b, err := os.ReadFile(jobs[0].Artifact); err != nil || !strings.HasPrefix(string(b), "line1\nline2\n") {
-		t.Errorf("the lost job's artifact: %q %v", b, err)
-	}
-	n, err := c.Open(ctx, api.OpenRequest{Workspace: ws})
+	job, err := c.Wait(ctx, a.ID, r.End.Job, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := c.Bash(ctx, n.ID, api.BashRequest{Script: "echo again"}); err != nil || r.Steps[0].Stdout.Text != "again\n" {
-		t.Errorf("a new session after the restart: %v %+v", err, r.Result)
+	res := job.Result
+	var want strings.Builder
+	want.WriteString("start\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&want, "line%d\n", i)
 	}
-	for _, id := range []string{a.ID, b.ID, n.ID} {
+	if res.End.Kind != orchestrator.Finished || res.End.Status != 0 || len(res.Steps) != 1 {
+		t.Fatalf("the job's end: %+v", res.End)
+	}
+	out := res.Steps[0].Stdout
+	if out.Text != want.String() || out.TotalBytes != int64(want.Len()) || out.DroppedBytes != 0 {
+		t.Errorf("the job's output: %d bytes, %d dropped: %q", out.TotalBytes, out.DroppedBytes, out.Text)
+	}
+	if b, err := os.ReadFile(job.Artifact); err != nil || string(b) != want.String() {
+		t.Errorf("the job's artifact: %q %v", b, err)
+	}
+	for _, id := range []string{a.ID, b.ID} {
+		if r, err := c.Bash(ctx, id, api.BashRequest{Script: "echo again"}); err != nil || r.Steps[0].Stdout.Text != "again\n" {
+			t.Errorf("session %s after the restart: %v %+v", id, err, r)
+		}
+	}
+	for _, id := range []string{a.ID, b.ID} {
 		if _, err := c.CloseSession(ctx, id); err != nil {
 			t.Errorf("close %s: %v", id, err)
+		}
+		if ids, err := docker.SessionContainers(ctx, cli, id); err != nil || len(ids) != 0 {
+			t.Errorf("session %s: containers left after close %v %v", id, ids, err)
 		}
 	}
 }

@@ -94,6 +94,12 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	if err != nil {
 		return nil, err
 	}
+	if spec.Listen != "" {
+		uid, gid := numericUser(t.Hardening.User)
+		if err := transport.PrepareListen(spec, uid, gid); err != nil {
+			return nil, fmt.Errorf("docker: %w", err)
+		}
+	}
 	t0 := time.Now()
 	created, err := t.Client.ContainerCreate(ctx, p.config, p.host, nil, nil, p.name)
 	if err != nil {
@@ -108,10 +114,6 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	}()
 	t1 := time.Now()
 	if spec.Listen != "" {
-		uid, gid := numericUser(t.Hardening.User)
-		if err := transport.PrepareListen(spec, uid, gid); err != nil {
-			return nil, fmt.Errorf("docker: %w", err)
-		}
 		if err := t.Client.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
 			return nil, fmt.Errorf("docker: start the kernel's container: %w", err)
 		}
