@@ -94,8 +94,8 @@ type entry struct {
 	info      api.Session                      // guarded by mu
 	states    map[string]orchestrator.JobState // guarded by mu: where each detached job is
 	gone      bool                             // guarded by mu: closed; its state directory goes
-	children  []string          // guarded by mu
-	artifacts map[string]string // guarded by mu: job id -> artifact file
+	children  []string                         // guarded by mu
+	artifacts map[string]string                // guarded by mu: job id -> artifact file
 }
 
 // New makes a server and lists again the sessions its state directory records: the ones

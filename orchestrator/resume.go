@@ -377,4 +377,3 @@ func (s *Session) goOn(j *Job, r *runner) {
 		s.finishJob(j, r, ctx)
 	}()
 }
-

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
