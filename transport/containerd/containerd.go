@@ -32,6 +32,7 @@ import (
 
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/docker"
+	"github.com/paddockhq/paddock/transport/wire"
 )
 
 var _ transport.Transport = (*Transport)(nil)
@@ -127,6 +128,16 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	if err != nil {
 		return nil, err
 	}
+	if spec.Listen != "" {
+		uid, gid := -1, -1
+		if t.Hardening.User != "" {
+			u, g, _ := user(t.Hardening.User)
+			uid, gid = int(u), int(g)
+		}
+		if err := transport.PrepareListen(spec, uid, gid); err != nil {
+			return nil, fmt.Errorf("containerd: %w", err)
+		}
+	}
 	c, err := t.Client.NewContainer(ctx, p.id,
 		client.WithContainerLabels(p.labels),
 		client.WithImageName(t.Image),
@@ -144,6 +155,14 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 			t.remove(c.ID())
 		}
 	}()
+	if spec.Listen != "" {
+		k, err := t.startListening(ctx, c, p.id, spec)
+		if err != nil {
+			return nil, err
+		}
+		ok = true
+		return k, nil
+	}
 	stderr := t.Stderr
 	if stderr == nil {
 		stderr = io.Discard
@@ -168,6 +187,93 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	k := &kernel{t: t, id: p.id, c: c, task: task, stdin: inW, stdinR: inR, stdout: outR, done: make(chan struct{})}
 	go k.wait(exited, outW)
 	return k, nil
+}
+
+// startListening starts the task of a listening kernel and attaches to it. The task's
+// output goes to a log file beside the listening directory, written by containerd's shim:
+// the kernel outlives this process, and no stream of it may depend on this process reading.
+func (t *Transport) startListening(ctx context.Context, c client.Container, id string, spec transport.Spec) (*kernel, error) {
+	logf := spec.Listen + ".log"
+	f, err := os.OpenFile(logf, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("containerd: the kernel's log: %w", err)
+	}
+	f.Close()
+	task, err := c.NewTask(ctx, cio.LogFile(logf))
+	if err != nil {
+		return nil, fmt.Errorf("containerd: create the kernel's task: %w", err)
+	}
+	if err := task.Start(ctx); err != nil {
+		return nil, fmt.Errorf("containerd: start the kernel's task: %w", err)
+	}
+	return t.attach(ctx, c, task, id, spec)
+}
+
+// Reattach connects to the listening kernel of spec.Session, started by an earlier host with
+// spec.Listen and still running.
+func (t *Transport) Reattach(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	if t.Client == nil {
+		return nil, errors.New("containerd: no client")
+	}
+	ctx = namespaces.WithNamespace(ctx, Namespace)
+	list, err := t.Client.Containers(ctx, fmt.Sprintf(`labels."%s"==%s,labels."%s"==%s`,
+		docker.LabelSession, quoteFilter(spec.Session), docker.LabelListen, quoteFilter(spec.Listen)))
+	if err != nil {
+		return nil, fmt.Errorf("containerd: find the session's container: %w", err)
+	}
+	if len(list) != 1 {
+		return nil, fmt.Errorf("containerd: %d containers of session %s: %w", len(list), spec.Session, transport.ErrGone)
+	}
+	c := list[0]
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		t.remove(c.ID())
+		return nil, fmt.Errorf("containerd: the task of session %s: %v: %w", spec.Session, err, transport.ErrGone)
+	}
+	if st, err := task.Status(ctx); err != nil || st.Status != client.Running {
+		t.remove(c.ID())
+		return nil, fmt.Errorf("containerd: the task of session %s is %s: %w", spec.Session, st.Status, transport.ErrGone)
+	}
+	return t.attach(ctx, c, task, c.ID(), spec)
+}
+
+// attach connects to the listening kernel of a running task; the container is removed once
+// the task ends.
+func (t *Transport) attach(ctx context.Context, c client.Container, task client.Task, id string, spec transport.Spec) (*kernel, error) {
+	exited, err := task.Wait(namespaces.WithNamespace(context.WithoutCancel(ctx), Namespace))
+	if err != nil {
+		return nil, fmt.Errorf("containerd: wait on the kernel's task: %w", err)
+	}
+	k := &kernel{t: t, id: id, c: c, task: task, done: make(chan struct{})}
+	ended := make(chan struct{})
+	go func() {
+		defer close(k.done)
+		st := <-exited
+		close(ended)
+		if code, _, err := st.Result(); err == nil && code != 0 {
+			k.err = fmt.Errorf("containerd: the kernel exited with status %d", code)
+		}
+		if k.listen != nil {
+			k.listen.Conn.Close()
+		}
+		k.t.remove(k.id)
+	}()
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	a, err := transport.Attach(actx, spec.Listen, spec.Key, ended)
+	if err != nil {
+		k.Kill()
+		b, _ := os.ReadFile(spec.Listen + ".log")
+		return nil, fmt.Errorf("containerd: %w (the kernel said: %s)", err, strings.TrimSpace(lastLines(string(b), 5)))
+	}
+	k.listen = a
+	return k, nil
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // setup finds the image and the machine's facts, and reaps once.
@@ -263,6 +369,7 @@ type kernel struct {
 	stdin  *io.PipeWriter
 	stdinR *io.PipeReader
 	stdout *io.PipeReader
+	listen *transport.Attached // a listening kernel's connection: frames go there instead
 
 	done chan struct{} // closed when the task has ended and the container been removed
 	err  error         // set before done closes
@@ -283,8 +390,27 @@ func (k *kernel) Relabel(ctx context.Context, labels map[string]string) error {
 	return nil
 }
 
-func (k *kernel) Stdin() io.WriteCloser { return stdin{k} }
-func (k *kernel) Stdout() io.Reader     { return k.stdout }
+func (k *kernel) Stdin() io.WriteCloser {
+	if k.listen != nil {
+		return k.listen.Writer()
+	}
+	return stdin{k}
+}
+
+func (k *kernel) Stdout() io.Reader {
+	if k.listen != nil {
+		return k.listen.Reader()
+	}
+	return k.stdout
+}
+
+// Resume is a listening kernel's resume frame.
+func (k *kernel) Resume() (wire.Resume, bool) {
+	if k.listen == nil {
+		return wire.Resume{}, false
+	}
+	return k.listen.Resume()
+}
 
 // stdin writes frames to the task's standard input; closing it ends that input.
 type stdin struct{ k *kernel }
@@ -347,7 +473,20 @@ func (k *kernel) Kill() error {
 				k.t.log().Warn("task not killed", "container", k.id, "err", err)
 			}
 		}
-		if !transport.Stop(k.done, func() { stdin{k}.Close() }, kill, Grace, 30*time.Second) {
+		closeInput := func() { stdin{k}.Close() }
+		if k.stdin == nil {
+			// A listening kernel lives on when its connection ends: TERM ends it, and it
+			// kills what it started.
+			closeInput = func() {
+				if k.listen != nil {
+					k.listen.Conn.Close()
+				}
+				ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), Namespace), 30*time.Second)
+				defer cancel()
+				k.task.Kill(ctx, syscall.SIGTERM)
+			}
+		}
+		if !transport.Stop(k.done, closeInput, kill, Grace, 30*time.Second) {
 			k.t.remove(k.id)
 		}
 	})

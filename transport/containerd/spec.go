@@ -96,6 +96,12 @@ func planContainer(spec transport.Spec, namespace string, extra []docker.Mount, 
 		own = append(own, bind(m.Host, m.Sandbox, m.ReadOnly))
 		taken[m.Sandbox] = true
 	}
+	if spec.Listen != "" {
+		if taken[transport.ListenDir] {
+			return nil, fmt.Errorf("containerd: a mount at %s is the kernel's own", transport.ListenDir)
+		}
+		own = append(own, bind(spec.Listen, transport.ListenDir, false))
+	}
 	// A mount goes after every mount that holds its path, so none hides another.
 	sort.SliceStable(own, func(i, j int) bool { return depth(own[i].Destination) < depth(own[j].Destination) })
 	mounts = append(mounts, own...)
@@ -109,6 +115,11 @@ func planContainer(spec transport.Spec, namespace string, extra []docker.Mount, 
 	}
 	if spec.Session != "" {
 		labels[docker.LabelSession] = spec.Session
+	}
+	args := spec.Args
+	if spec.Listen != "" {
+		labels[docker.LabelListen] = spec.Listen
+		args = append(transport.ListenArgs(), args...)
 	}
 	env := append([]string{}, spec.Env...)
 	caps := docker.Capabilities(h.CapAdd)
@@ -140,7 +151,7 @@ func planContainer(spec transport.Spec, namespace string, extra []docker.Mount, 
 	s := &specs.Spec{
 		Version: specs.Version,
 		Process: &specs.Process{
-			Args: append([]string{docker.KernelPath}, spec.Args...),
+			Args: append([]string{docker.KernelPath}, args...),
 			Env:  env,
 			Cwd:  cwd,
 			User: specs.User{UID: uid, GID: gid},

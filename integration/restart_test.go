@@ -1,0 +1,199 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/paddockhq/paddock/client"
+	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/transport/containerd"
+	"github.com/paddockhq/paddock/transport/docker"
+)
+
+// startServe starts paddock serve as its own process and waits until it answers.
+func startServe(t *testing.T, bin, sock, state string, env []string) (*exec.Cmd, chan struct{}) {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--socket", sock, "--state", state)
+	cmd.Env = env
+	logf, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("paddock serve (pid %d) said:\n%s", cmd.Process.Pid, b)
+		}
+	})
+	c, err := client.New("unix://" + sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		h, err := c.Health(ctx)
+		cancel()
+		if err == nil && h.PID == cmd.Process.Pid {
+			return cmd, done
+		}
+		select {
+		case <-done:
+			b, _ := os.ReadFile(logf.Name())
+			t.Fatalf("paddock serve ended: %s", b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("paddock serve does not answer: %v", err)
+		}
+	}
+}
+
+// A daemon killed outright with two container sessions open, one in Docker and one in
+// containerd, each running a job: the next daemon finds both by their state files and
+// labels, reattaches to their kernels (which listened, and outlived the daemon) and lists
+// them open again, in the same containers; each job's output is complete, each byte once,
+// in its result and its artifact; new steps run in both; closing them leaves no container.
+//
+// law: job_no_silent_loss
+func TestDaemonRestart(t *testing.T) {
+	cli := engine(t)
+	cd, addr := containerdAt(t)
+	bin := paddockBinary(t)
+	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "PADDOCK_CONTAINERD_ADDRESS="+addr)
+	dir, err := os.MkdirTemp("/tmp", "pd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "run", "paddock.sock")
+	state := filepath.Join(dir, "state")
+
+	first, firstDone := startServe(t, bin, sock, state, env)
+	c, err := client.New("unix://" + sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ws := t.TempDir()
+	os.Mkdir(filepath.Join(ws, "sub"), 0o755)
+	containersOf := func(kind, id string) []string {
+		var ids []string
+		var err error
+		switch kind {
+		case "docker":
+			ids, err = docker.SessionContainers(ctx, cli, id)
+		case "containerd":
+			ids, err = containerd.SessionContainers(ctx, cd, id)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	const n = 60
+	var want strings.Builder
+	want.WriteString("start\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&want, "line%d\n", i)
+	}
+	type opened struct {
+		kind, id, job string
+		containers    []string
+	}
+	var sessions []opened
+	for _, kind := range []string{"docker", "containerd"} {
+		s, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: kind, BlockingBudget: "300ms"})
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		// A multi-step script: the job is taken up between steps as well as within one.
+		script := fmt.Sprintf("cd sub && export WHERE=%s; echo start; sh -c 'for i in $(seq 1 %d); do echo line$i; sleep 0.05; done'", kind, n)
+		r, err := c.Bash(ctx, s.ID, api.BashRequest{Script: script})
+		if err != nil || r.End.Kind != orchestrator.Detached {
+			t.Fatalf("%s: %v %+v", kind, err, r)
+		}
+		ids := containersOf(kind, s.ID)
+		if len(ids) != 1 {
+			t.Fatalf("%s session: containers %v", kind, ids)
+		}
+		sessions = append(sessions, opened{kind, s.ID, r.End.Job, ids})
+	}
+
+	first.Process.Signal(syscall.SIGKILL)
+	<-firstDone
+	time.Sleep(500 * time.Millisecond) // the jobs go on with no daemon
+	startServe(t, bin, sock, state, env)
+	c.Close()
+	list, err := c.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]api.Session{}
+	for _, s := range list {
+		got[s.ID] = s
+	}
+	for _, o := range sessions {
+		s, ok := got[o.id]
+		if !ok {
+			t.Fatalf("%s session %s was dropped", o.kind, o.id)
+		}
+		if s.State != api.Open || s.Transport != o.kind {
+			t.Errorf("%s session: %s %s (%s)", o.kind, s.State, s.Transport, s.Reason)
+		}
+		if ids := containersOf(o.kind, o.id); !slices.Equal(ids, o.containers) {
+			t.Errorf("%s session: containers %v, before the restart %v", o.kind, ids, o.containers)
+		}
+		job, err := c.Wait(ctx, o.id, o.job, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := job.Result
+		if res.End.Kind != orchestrator.Finished || res.End.Status != 0 || len(res.Steps) != 4 {
+			t.Fatalf("%s: the job's end: %+v", o.kind, res)
+		}
+		out := res.Steps[3].Stdout
+		if res.Steps[2].Stdout.Text+out.Text != want.String() || out.DroppedBytes != 0 {
+			t.Errorf("%s: the job's output: %q %q (%d dropped)", o.kind, res.Steps[2].Stdout.Text, out.Text, out.DroppedBytes)
+		}
+		if b, err := os.ReadFile(job.Artifact); err != nil || string(b) != want.String() {
+			t.Errorf("%s: the job's artifact: %q %v", o.kind, b, err)
+		}
+		r, err := c.Bash(ctx, o.id, api.BashRequest{Script: "echo again"})
+		if err != nil || len(r.Steps) != 1 || r.Steps[0].Stdout.Text != "again\n" {
+			t.Errorf("%s session after the restart: %v %+v", o.kind, err, r)
+		}
+	}
+	for _, o := range sessions {
+		if _, err := c.CloseSession(ctx, o.id); err != nil {
+			t.Errorf("close %s: %v", o.id, err)
+		}
+		if ids := containersOf(o.kind, o.id); len(ids) != 0 {
+			t.Errorf("%s session: containers left after close %v", o.kind, ids)
+		}
+	}
+}
