@@ -39,6 +39,8 @@ type journal struct {
 	conn      net.Conn // the host's connection; nil when none
 	closed    bool
 
+	maxUnacked, maxHeld int // the bounds: the constants, but in tests
+
 	current sync.Mutex // guards live, which attach closes without waiting for mu
 	live    net.Conn
 }
@@ -59,7 +61,7 @@ type heldExec struct {
 }
 
 func newJournal() *journal {
-	j := &journal{held: map[string]*heldExec{}}
+	j := &journal{held: map[string]*heldExec{}, maxUnacked: maxUnacked, maxHeld: maxHeld}
 	j.room = sync.NewCond(&j.mu)
 	return j
 }
@@ -73,7 +75,7 @@ func (j *journal) write(f *wire.Frame) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for j.unacked >= maxUnacked && !j.closed {
+	for j.unacked >= j.maxUnacked && !j.closed {
 		j.room.Wait()
 	}
 	j.seq++
@@ -138,13 +140,13 @@ func (j *journal) trim() {
 	}
 	clear(j.frames[len(kept):])
 	j.frames = kept
-	if j.heldBytes <= maxHeld {
+	if j.heldBytes <= j.maxHeld {
 		return
 	}
 	// Over the bound: the oldest acknowledged output goes first, counted per exec.
 	kept = j.frames[:0]
 	for _, e := range j.frames {
-		if j.heldBytes > maxHeld && e.seq <= j.acked && e.event == wire.EventStream {
+		if j.heldBytes > j.maxHeld && e.seq <= j.acked && e.event == wire.EventStream {
 			j.heldBytes -= len(e.line)
 			j.held[e.id].skipped += int64(e.data)
 			continue

@@ -86,10 +86,7 @@ func (s *server) attach(c *net.UnixConn, key string) (*wire.Reader, bool) {
 		s.log.Warn("connection closed: no attach line", "err", err)
 		return nil, false
 	}
-	f, err := wire.Decode(line.Bytes)
-	var a wire.Attach
-	if err != nil || f.Event != wire.EventAttach || json.Unmarshal(f.Body, &a) != nil ||
-		subtle.ConstantTimeCompare([]byte(a.Key), []byte(key)) != 1 {
+	if !attaches(line.Bytes, key) {
 		s.log.Warn("connection closed: not attached with the kernel's key")
 		return nil, false
 	}
@@ -98,6 +95,15 @@ func (s *server) attach(c *net.UnixConn, key string) (*wire.Reader, bool) {
 	// The host writes nothing more before it has read the resume frame, so nothing is left
 	// in the small reader: the rest of the connection is read with the full line limit.
 	return wire.NewReader(c), true
+}
+
+// attaches reports whether line, the first of a connection, is an attach frame with key.
+// Anyone in the sandbox can connect: the line is untrusted.
+func attaches(line []byte, key string) bool {
+	f, err := wire.Decode(line)
+	var a wire.Attach
+	return err == nil && f.Event == wire.EventAttach && json.Unmarshal(f.Body, &a) == nil &&
+		subtle.ConstantTimeCompare([]byte(a.Key), []byte(key)) == 1
 }
 
 // ReadKeyFile reads a listening kernel's key from a file and removes the file, so that the
