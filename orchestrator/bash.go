@@ -473,11 +473,12 @@ func (r *runner) exec(ctx context.Context, steps []Step, effects [][]string) err
 	if err != nil {
 		return err
 	}
+	at := r.written() // before the send: the exec's output may come at once
 	id, p, err := c.send(wire.TypeExec, x, run.stream)
 	if err != nil {
 		return err
 	}
-	r.sent(id, heads)
+	r.sent(id, heads, at)
 	return r.await(ctx, c, id, p, run)
 }
 

@@ -151,9 +151,7 @@ func TestReopenTakesUpJobs(t *testing.T) {
 	dead.Store(true)
 	js := last
 	mu.Unlock()
-	s.mu.Lock()
-	s.c.k.(*listenKernel).disconnect()
-	s.mu.Unlock()
+	cut(s)
 	if js.Exec == "" || js.Cwd != filepath.Join(ws, "sub") {
 		t.Fatalf("the state when the host died: %+v", js)
 	}
@@ -201,6 +199,146 @@ func TestReopenTakesUpJobs(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(art); string(b) != lines.String()+"end\n" {
 		t.Errorf("the artifact holds:\n%q", b)
+	}
+	if r, err := s2.Bash(ctx, "echo new"); err != nil || r.Steps[0].Stdout.Text != "new\n" {
+		t.Errorf("a new step: %v %+v", err, r)
+	}
+}
+
+// gateFunc decides each step with a function.
+type gateFunc func(ctx context.Context, st Step) Verdict
+
+func (g gateFunc) Decide(ctx context.Context, st Step) Verdict { return g(ctx, st) }
+
+// listenConfig is a session's configuration on a listening kernel run by lt.
+func listenConfig(t *testing.T, lt *listenTransport, ws string) Config {
+	t.Helper()
+	kbin, err := images.Default.Find(context.Background(), runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{Workspace: ws, Transport: lt, Kernel: kbin, Listen: filepath.Join(t.TempDir(), "kernel"), Key: "k3y",
+		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws, "LC_ALL=C"}}
+}
+
+// cut ends a session's connection to its kernel, as its host's death does, and waits until
+// nothing it read is handled any more (a dead host writes nothing after its death).
+func cut(s *Session) {
+	s.mu.Lock()
+	c := s.c
+	s.mu.Unlock()
+	c.k.(*listenKernel).disconnect()
+	<-c.done
+}
+
+// A job whose host died while its step waited for a decision goes on at that step, decided
+// again by the new host: the steps before it do not run again, the step and those after
+// it run once.
+func TestReopenDecidesAgain(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	lt := &listenTransport{}
+	cfg := listenConfig(t, lt, ws)
+	asked := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	cfg.Gatekeeper = gateFunc(func(ctx context.Context, st Step) Verdict {
+		if len(st.Argv) > 0 && st.Argv[0] == "touch" {
+			asked <- struct{}{}
+			select { // nobody answers before the host dies
+			case <-stop:
+			case <-ctx.Done():
+			}
+			return Verdict{Code: "unanswered"}
+		}
+		return Verdict{Run: true}
+	})
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(ctx, Call{Script: "echo before >> log; touch marked; echo after >> log", Budget: 50 * time.Millisecond,
+		Artifact: filepath.Join(t.TempDir(), "job.out")})
+	if err != nil || res.End.Kind != Detached {
+		t.Fatalf("%v %+v", err, res.End)
+	}
+	<-asked
+	j, _ := s.Job(res.End.Job)
+	var js JobState
+	var dead atomic.Bool
+	j.Persist(func(st JobState) {
+		if !dead.Load() {
+			js = st
+		}
+	})
+	dead.Store(true)
+	cut(s)
+	if js.Exec != "" || js.Stmt != 1 {
+		t.Fatalf("the state when the host died: %+v", js)
+	}
+	k, err := lt.Reattach(ctx, transport.Spec{Listen: cfg.Listen, Key: cfg.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Gatekeeper = gateFunc(func(context.Context, Step) Verdict { return Verdict{Run: true} })
+	s2, err := Reopen(ctx, cfg, k, []Restore{{State: js}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	j2, _ := s2.Job(js.ID)
+	end, err := j2.Wait(ctx)
+	if err != nil || end.End.Kind != Finished || len(end.Steps) != 3 {
+		t.Fatalf("%v %+v", err, end)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "log")); string(b) != "before\nafter\n" {
+		t.Errorf("the log: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "marked")); err != nil {
+		t.Errorf("the step decided again did not run: %v", err)
+	}
+}
+
+// A call that was no job when its host died has no one to answer: the new host kills its
+// exec, and the next job's ids do not repeat the old ones.
+func TestReopenKillsOrphans(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	lt := &listenTransport{}
+	cfg := listenConfig(t, lt, ws)
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Run(ctx, Call{Script: "sh -c 'echo $$ > pid; exec sleep 30'", Budget: -1})
+	var pid int
+	deadline := time.Now().Add(10 * time.Second)
+	for pid == 0 && time.Now().Before(deadline) {
+		b, _ := os.ReadFile(filepath.Join(ws, "pid"))
+		fmt.Sscan(string(b), &pid)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pid == 0 {
+		t.Fatal("the call did not start")
+	}
+	cut(s)
+	k, err := lt.Reattach(ctx, transport.Spec{Listen: cfg.Listen, Key: cfg.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := k.(transport.Resuming).Resume(); len(res.Execs) != 1 || !res.Execs[0].Running {
+		t.Fatalf("the kernel holds %+v", res.Execs)
+	}
+	s2, err := Reopen(ctx, cfg, k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline.Add(10 * time.Second)) {
+			t.Fatalf("the orphan %d still runs", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if r, err := s2.Bash(ctx, "echo new"); err != nil || r.Steps[0].Stdout.Text != "new\n" {
 		t.Errorf("a new step: %v %+v", err, r)

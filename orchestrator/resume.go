@@ -93,12 +93,17 @@ func (r *runner) at(stmt int) {
 	r.checkpoint(JobState{Stmt: stmt})
 }
 
-// sent records that a pipeline's exec was sent.
-func (r *runner) sent(id string, heads []StepResult) {
+// written is how many bytes the job's artifact holds.
+func (r *runner) written() int64 {
 	if r.job == nil {
-		return
+		return 0
 	}
-	r.checkpoint(JobState{Stmt: heads[0].Index, Exec: id, Running: heads, At: r.job.written.Load()})
+	return r.job.written.Load()
+}
+
+// sent records that a pipeline's exec was sent when the artifact held at bytes.
+func (r *runner) sent(id string, heads []StepResult, at int64) {
+	r.checkpoint(JobState{Stmt: heads[0].Index, Exec: id, Running: heads, At: at})
 }
 
 // ended lets the kernel forget an exec whose end was recorded: at once for a call, after
