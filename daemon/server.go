@@ -25,6 +25,7 @@ import (
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/workspace"
 )
 
 // Opened is what a session's opener returns: the orchestrator's configuration (transport,
@@ -250,6 +251,7 @@ func (s *Server) recover() {
 					info.Jobs[i].Done, info.Jobs[i].Lost = true, true
 				}
 			}
+			s.handBackEnded(&info)
 		}
 		e := &entry{info: info, dir: dir, hub: newHub(info.ID), children: slices.Clone(info.Children), artifacts: map[string]string{}}
 		e.hub.close()
@@ -259,6 +261,24 @@ func (s *Server) recover() {
 		s.sessions[info.ID] = e
 		s.log.Warn("session from a previous daemon listed as ended", "session", info.ID, "reason", info.Reason)
 	}
+}
+
+// handBackEnded hands back the workspace of an isolated child whose kernel ended with a
+// previous daemon, as its close would have: nothing it wrote is lost.
+func (s *Server) handBackEnded(info *api.Session) {
+	if info.Mode != orchestrator.Isolated || info.Clone == nil || info.Handback != nil {
+		return
+	}
+	if _, err := os.Stat(info.Clone.Dir); err != nil {
+		return
+	}
+	rep, err := workspace.Handback(s.life, info.Clone.Dir)
+	if err != nil {
+		info.Reason += fmt.Sprintf("; its workspace could not be handed back (it is kept in %s): %v", info.Clone.Dir, err)
+		return
+	}
+	info.Handback = rep
+	info.Reason += "; its workspace was handed back"
 }
 
 // reopen takes up a session a previous daemon left open, on its kernel, which listened and

@@ -144,6 +144,15 @@ func TestDaemonRestart(t *testing.T) {
 		sessions = append(sessions, opened{kind, s.ID, r.End.Job, ids})
 	}
 
+	// An isolated child of the Docker session has written a file in its clone.
+	child, err := c.Spawn(ctx, sessions[0].id, api.SpawnRequest{Name: "kid", Workspace: orchestrator.Isolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Bash(ctx, child.ID, api.BashRequest{Script: "echo from the child > kid.txt"}); err != nil || r.End.Status != 0 {
+		t.Fatalf("%v %+v", err, r)
+	}
+
 	first.Process.Signal(syscall.SIGKILL)
 	<-firstDone
 	time.Sleep(500 * time.Millisecond) // the jobs go on with no daemon
@@ -156,6 +165,17 @@ func TestDaemonRestart(t *testing.T) {
 	got := map[string]api.Session{}
 	for _, s := range list {
 		got[s.ID] = s
+	}
+	// The child's kernel ended with the daemon: it is listed as ended, its workspace handed
+	// back, nothing it wrote lost.
+	if k := got[child.ID]; k.State != api.Ended || k.Handback == nil || len(k.Handback.Taken) != 1 || k.Handback.Taken[0].Path != "kid.txt" {
+		t.Errorf("the child after the restart: %s (%s) %+v", k.State, k.Reason, k.Handback)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "kid.txt")); err != nil || string(b) != "from the child\n" {
+		t.Errorf("the child's file: %q %v", b, err)
+	}
+	if ids := containersOf("docker", child.ID); len(ids) != 0 {
+		t.Errorf("the child's containers are left: %v", ids)
 	}
 	for _, o := range sessions {
 		s, ok := got[o.id]
