@@ -187,6 +187,11 @@ type stored struct {
 	Jobs    map[string]orchestrator.JobState `json:"jobs,omitempty"`
 }
 
+// handbacks is where isolated children's clones are made, in the state directory: outside
+// their parents' directories, so that the versions of a conflicted hand-back are kept after
+// the parent closes (a clone's directory goes when nothing conflicted).
+const handbacks = "handbacks"
+
 // listenDir is where a session's listening kernel has its socket, in its state directory.
 const listenDir = "kernel"
 
@@ -304,6 +309,7 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	info := st.Session
 	cfg := o.Config
 	cfg.ID, cfg.StateDir, cfg.Log = info.ID, dir, s.log
+	cfg.ChildDirs = filepath.Join(s.cfg.StateDir, handbacks)
 	cfg.Listen, cfg.Key = filepath.Join(dir, listenDir), st.Key
 	k, err := ra.Reattach(ctx, transport.Spec{Session: info.ID, Listen: cfg.Listen, Key: cfg.Key})
 	if err != nil {
@@ -396,6 +402,7 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 	cfg := o.Config
 	cfg.ID = id
 	cfg.StateDir = dir
+	cfg.ChildDirs = filepath.Join(s.cfg.StateDir, handbacks)
 	cfg.Log = s.log
 	var stored *api.OpenRequest
 	if _, ok := cfg.Transport.(transport.Reattacher); ok {
@@ -572,6 +579,9 @@ func (s *Server) closeSession(id string) (api.Session, error) {
 		}
 		info.Handback = e.s.Handback()
 		s.metrics.add(func(m *metrics) { m.open--; m.closed++ })
+	}
+	if h := info.Handback; h != nil && len(h.Conflicts) == 0 && strings.HasPrefix(h.Dir, filepath.Join(s.cfg.StateDir, handbacks)+"/") {
+		os.RemoveAll(h.Dir) // nothing kept there: every change was taken
 	}
 	if info.State == api.Open {
 		info.State = api.Closed

@@ -151,3 +151,51 @@ func TestRestartListsSessionsAsEnded(t *testing.T) {
 		t.Errorf("a removed session's state stays: %v", err)
 	}
 }
+
+// law: cow_conflict_reported
+// A daemon's isolated child that conflicts keeps its version after its parent closes: the
+// report names where it is, and it is there. A child whose every change was taken leaves
+// nothing behind.
+func TestConflictsOutliveTheParent(t *testing.T) {
+	d := startDaemon(t, daemonOptions{})
+	ctx := context.Background()
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("base\n"), 0o644)
+	s, err := d.c.Open(ctx, api.OpenRequest{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean, err := d.c.Spawn(ctx, s.ID, api.SpawnRequest{Name: "clean", Workspace: orchestrator.Isolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid, err := d.c.Spawn(ctx, s.ID, api.SpawnRequest{Name: "kid", Workspace: orchestrator.Isolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.Bash(ctx, kid.ID, api.BashRequest{Script: "echo child > a.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.Bash(ctx, clean.ID, api.BashRequest{Script: "echo new > b.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("parent\n"), 0o644)
+	cl, err := d.c.CloseSession(ctx, clean.ID)
+	if err != nil || cl.Handback == nil || len(cl.Handback.Taken) != 1 {
+		t.Fatalf("%v %+v", err, cl.Handback)
+	}
+	if _, err := os.Stat(cl.Handback.Dir); !os.IsNotExist(err) {
+		t.Errorf("a clean hand-back left %s: %v", cl.Handback.Dir, err)
+	}
+	k, err := d.c.CloseSession(ctx, kid.ID)
+	if err != nil || k.Handback == nil || len(k.Handback.Conflicts) != 1 {
+		t.Fatalf("%v %+v", err, k.Handback)
+	}
+	if _, err := d.c.CloseSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	saved := filepath.Join(k.Handback.Dir, k.Handback.Conflicts[0].Saved)
+	if b, err := os.ReadFile(saved); err != nil || string(b) != "child\n" {
+		t.Errorf("the child's version after its parent closed: %q %v", b, err)
+	}
+}

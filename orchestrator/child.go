@@ -26,8 +26,8 @@ type ChildConfig struct {
 	// Workspace is Shared (the default) or Isolated.
 	Workspace string
 	// Dir, for an isolated child, is where its clone is made (base, copy, manifest,
-	// conflicts, handback.json); "": a new directory under the parent's state directory,
-	// else the system's temporary directory.
+	// conflicts, handback.json); "": a new directory under the parent's ChildDirs, else its
+	// state directory, else the system's temporary directory.
 	Dir string
 	// Env adds or replaces variables of the parent's environment, NAME=value.
 	Env []string
@@ -58,7 +58,10 @@ func (s *Session) Spawn(ctx context.Context, cc ChildConfig) (*Session, error) {
 	case Isolated:
 		dir := cc.Dir
 		if dir == "" {
-			base := s.cfg.StateDir
+			base := s.cfg.ChildDirs
+			if base == "" {
+				base = s.cfg.StateDir
+			}
 			if base == "" {
 				base = os.TempDir()
 			}

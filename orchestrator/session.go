@@ -55,6 +55,8 @@ type Config struct {
 	// StateDir is where the session keeps its files (isolated children's clones); "": the
 	// system's temporary directory.
 	StateDir string
+	// ChildDirs is where isolated children's clones are made; "": StateDir.
+	ChildDirs string
 	// Log receives diagnostics; nil discards them.
 	Log *slog.Logger
 	// Listen, when set, starts the kernel listening in this private host directory, with
