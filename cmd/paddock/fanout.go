@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/workspace"
 )
@@ -51,14 +53,16 @@ func newFanoutCmd() *cobra.Command {
 		tf           transportFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "fanout -n N [--workspace DIR] [--parallel K] [--json] -- SCRIPT",
+		Use:   "fanout -n N [--workspace DIR] [--parallel K] [--json] [--host unix://PATH] -- SCRIPT",
 		Short: "Run SCRIPT in N isolated children at once and merge each back as it ends",
 		Long: `Fanout opens a session in the workspace and spawns N children, at most K at once, each
 in an isolated workspace (a reflink clone of the workspace) running SCRIPT with
 PADDOCK_CHILD_INDEX set to its index (0 to N-1). Each child is handed back as it ends: paths
 only it changed are taken; a path the workspace changed meanwhile is a conflict, the child's
 version kept under its conflicts/ directory. Exit status: 0 when every child finished with
-status 0 and nothing conflicted, 3 when a path conflicted, 1 when a child failed.`,
+status 0 and nothing conflicted, 3 when a path conflicted, 1 when a child failed.
+With --host unix://PATH (or PADDOCK_HOST) the children are a daemon's: its session is opened
+in the workspace, each child spawned, run and closed through its API.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 1 {
@@ -77,60 +81,22 @@ status 0 and nothing conflicted, 3 when a path conflicted, 1 when a child failed
 			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			l, err := loadSettings(workspaceDir, cmd.Flags(), transportKeys, errOut)
-			if err != nil {
-				return err
-			}
-			pol, err := sessionPolicy(l)
-			if err != nil {
-				return err
-			}
-			if stateDir == "" {
-				if stateDir, err = os.MkdirTemp("", "paddock-fanout-"); err != nil {
-					return err
+			var run *fanoutRun
+			var err error
+			if host := daemonHost(cmd.Flags()); host != "" {
+				if stateDir != "" {
+					return &usageError{msg: "--state-dir cannot be used with a daemon: its children's clones are in its state directory"}
 				}
+				run, err = fanoutHosted(ctx, cmd, host, workspaceDir)
+			} else {
+				run, err = fanoutEmbedded(ctx, cmd, workspaceDir, stateDir, &tf)
 			}
-			cfg := orchestrator.Config{Workspace: workspaceDir, Limit: l.Settings.Output, Policy: pol, StateDir: stateDir}
-			if _, err := tf.configure(ctx, &cfg, &l.Settings); err != nil {
-				return err
-			}
-			root, err := orchestrator.Open(ctx, cfg)
 			if err != nil {
 				return err
 			}
-			defer root.Close()
-			rep := fanoutReport{Workspace: root.Workspace(), Children: make([]fanoutChild, n)}
-			var mu sync.Mutex
-			ended := 0
-			// The first wave of children is cloned before any of them runs, so that each of
-			// them finds the workspace as it was at the start; a child of a later wave finds
-			// it with the earlier children's hand-backs in it.
-			var wave sync.WaitGroup
-			wave.Add(min(parallel, n))
-			g, gctx := errgroup.WithContext(ctx)
-			g.SetLimit(parallel)
-			for i := 0; i < n; i++ {
-				g.Go(func() error {
-					c := runChild(gctx, root, i, args[0], func() {
-						if i < parallel {
-							wave.Done()
-							wave.Wait()
-						}
-					})
-					mu.Lock()
-					rep.Children[i] = c
-					ended++
-					progress(errOut, ended, n, c)
-					mu.Unlock()
-					return nil
-				})
-			}
-			g.Wait()
-			for _, c := range rep.Children {
-				if c.End != orchestrator.Finished || c.Status != 0 {
-					rep.Failed++
-				}
-				rep.Conflicts += len(c.Conflicts)
+			rep, err := fanout(ctx, run, n, parallel, args[0], errOut)
+			if err != nil {
+				return err
 			}
 			if asJSON {
 				enc := json.NewEncoder(out)
@@ -160,38 +126,170 @@ status 0 and nothing conflicted, 3 when a path conflicted, 1 when a child failed
 	return cmd
 }
 
-// runChild runs one child to its end and hands it back.
-// spawned is called once the child's workspace is made (or its spawn failed).
-func runChild(ctx context.Context, root *orchestrator.Session, i int, script string, spawned func()) fanoutChild {
-	name := "child-" + strconv.Itoa(i)
-	c := fanoutChild{Index: i, Name: name, End: orchestrator.Failed, Taken: []workspace.Change{}, Conflicts: []workspace.ConflictedPath{}}
-	child, err := root.Spawn(ctx, orchestrator.ChildConfig{Name: name, Workspace: orchestrator.Isolated, Env: []string{"PADDOCK_CHILD_INDEX=" + strconv.Itoa(i)}})
-	spawned()
-	if err != nil {
-		c.Error = err.Error()
-		return c
+// fanoutRun is where a fan-out runs: embedded, or through a daemon. root is the workspace
+// the children clone; child spawns child i, calls spawned once its workspace is made (or
+// its spawn failed), runs the script in it, and hands it back; done closes the root.
+type fanoutRun struct {
+	root  string
+	child func(ctx context.Context, i int, name, script string, spawned func()) fanoutChild
+	done  func()
+}
+
+// fanout runs script in n isolated children, at most parallel at once, and reports.
+func fanout(ctx context.Context, run *fanoutRun, n, parallel int, script string, errOut io.Writer) (*fanoutReport, error) {
+	defer run.done()
+	rep := &fanoutReport{Workspace: run.root, Children: make([]fanoutChild, n)}
+	var mu sync.Mutex
+	ended := 0
+	// The first wave of children is cloned before any of them runs, so that each of them
+	// finds the workspace as it was at the start; a child of a later wave finds it with the
+	// earlier children's hand-backs in it.
+	var wave sync.WaitGroup
+	wave.Add(min(parallel, n))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
+	for i := 0; i < n; i++ {
+		g.Go(func() error {
+			c := run.child(gctx, i, "child-"+strconv.Itoa(i), script, func() {
+				if i < parallel {
+					wave.Done()
+					wave.Wait()
+				}
+			})
+			if c.Taken == nil {
+				c.Taken = []workspace.Change{}
+			}
+			if c.Conflicts == nil {
+				c.Conflicts = []workspace.ConflictedPath{}
+			}
+			mu.Lock()
+			rep.Children[i] = c
+			ended++
+			progress(errOut, ended, n, c)
+			mu.Unlock()
+			return nil
+		})
 	}
-	c.Clone = child.CloneReport()
-	res, err := child.Run(ctx, orchestrator.Call{Script: script, Budget: -1})
-	if err != nil {
-		c.Error = err.Error()
-	} else {
-		c.Result, c.End, c.Status = res, res.End.Kind, res.End.Status
-	}
-	if err := child.Close(); err != nil {
-		c.Error = err.Error()
-		c.End = orchestrator.Failed
-	}
-	if h := child.Handback(); h != nil {
-		c.Taken, c.Conflicts, c.Dir = h.Taken, h.Conflicts, h.Dir
-		if c.Taken == nil {
-			c.Taken = []workspace.Change{}
+	g.Wait()
+	for _, c := range rep.Children {
+		if c.End != orchestrator.Finished || c.Status != 0 {
+			rep.Failed++
 		}
-		if c.Conflicts == nil {
-			c.Conflicts = []workspace.ConflictedPath{}
+		rep.Conflicts += len(c.Conflicts)
+	}
+	return rep, nil
+}
+
+// childEnv is child i's own environment.
+func childEnv(i int) []string { return []string{"PADDOCK_CHILD_INDEX=" + strconv.Itoa(i)} }
+
+// fanoutEmbedded runs the children in this process, in a session opened as run opens one.
+func fanoutEmbedded(ctx context.Context, cmd *cobra.Command, workspaceDir, stateDir string, tf *transportFlags) (*fanoutRun, error) {
+	l, err := loadSettings(workspaceDir, cmd.Flags(), transportKeys, cmd.ErrOrStderr())
+	if err != nil {
+		return nil, err
+	}
+	pol, err := sessionPolicy(l)
+	if err != nil {
+		return nil, err
+	}
+	if stateDir == "" {
+		if stateDir, err = os.MkdirTemp("", "paddock-fanout-"); err != nil {
+			return nil, err
 		}
 	}
-	return c
+	cfg := orchestrator.Config{Workspace: workspaceDir, Limit: l.Settings.Output, Policy: pol, StateDir: stateDir}
+	if _, err := tf.configure(ctx, &cfg, &l.Settings); err != nil {
+		return nil, err
+	}
+	root, err := orchestrator.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &fanoutRun{
+		root: root.Workspace(),
+		child: func(ctx context.Context, i int, name, script string, spawned func()) fanoutChild {
+			c := fanoutChild{Index: i, Name: name, End: orchestrator.Failed}
+			child, err := root.Spawn(ctx, orchestrator.ChildConfig{Name: name, Workspace: orchestrator.Isolated, Env: childEnv(i)})
+			spawned()
+			if err != nil {
+				c.Error = err.Error()
+				return c
+			}
+			c.Clone = child.CloneReport()
+			res, err := child.Run(ctx, orchestrator.Call{Script: script, Budget: -1})
+			if err != nil {
+				c.Error = err.Error()
+			} else {
+				c.Result, c.End, c.Status = res, res.End.Kind, res.End.Status
+			}
+			if err := child.Close(); err != nil {
+				c.Error = err.Error()
+				c.End = orchestrator.Failed
+			}
+			if h := child.Handback(); h != nil {
+				c.Taken, c.Conflicts, c.Dir = h.Taken, h.Conflicts, h.Dir
+			}
+			return c
+		},
+		done: func() { root.Close() },
+	}, nil
+}
+
+// fanoutHosted runs the children in a session of the daemon at host: each is spawned
+// isolated, runs the script as a call with no budget, and is closed, which hands it back.
+func fanoutHosted(ctx context.Context, cmd *cobra.Command, host, workspaceDir string) (*fanoutRun, error) {
+	workspaceDir, err := filepath.Abs(workspaceDir) // the daemon's directory is not ours
+	if err != nil {
+		return nil, err
+	}
+	req, err := hostedRequest(cmd.Flags(), workspaceDir)
+	if err != nil {
+		return nil, err
+	}
+	c, err := dial(host)
+	if err != nil {
+		return nil, err
+	}
+	root, err := c.Open(ctx, req)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	for _, w := range root.Warnings {
+		fmt.Fprintln(cmd.ErrOrStderr(), "paddock:", w)
+	}
+	return &fanoutRun{
+		root: root.Workspace,
+		child: func(ctx context.Context, i int, name, script string, spawned func()) fanoutChild {
+			out := fanoutChild{Index: i, Name: name, End: orchestrator.Failed}
+			kid, err := c.Spawn(ctx, root.ID, api.SpawnRequest{Name: name, Workspace: orchestrator.Isolated, Env: childEnv(i)})
+			spawned()
+			if err != nil {
+				out.Error = err.Error()
+				return out
+			}
+			out.Clone = kid.Clone
+			r, err := c.Bash(ctx, kid.ID, api.BashRequest{Script: script, Budget: "-1"})
+			if err != nil {
+				out.Error = err.Error()
+			} else {
+				out.Result, out.End, out.Status = r.Result, r.End.Kind, r.End.Status
+			}
+			closed, err := c.CloseSession(context.WithoutCancel(ctx), kid.ID)
+			if err != nil {
+				out.Error, out.End = err.Error(), orchestrator.Failed
+			}
+			if h := closed.Handback; h != nil {
+				out.Taken, out.Conflicts, out.Dir = h.Taken, h.Conflicts, h.Dir
+			}
+			return out
+		},
+		done: func() {
+			c.CloseSession(context.Background(), root.ID)
+			c.Close()
+		},
+	}, nil
 }
 
 // progress writes one line as a child ends.
