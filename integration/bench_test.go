@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -182,4 +183,83 @@ func BenchmarkDockerStepVsExec(b *testing.B) {
 	b.ReportMetric(float64(step.Microseconds())/float64(b.N), "step-µs/op")
 	b.ReportMetric(float64(ex.Microseconds())/float64(b.N), "exec-µs/op")
 	b.ReportMetric(float64(ex)/float64(step), "exec/step")
+}
+
+// openListening opens a session whose kernel listens in a directory of its own, as a
+// daemon's sessions are, and returns its configuration too.
+func (e *benchEnv) openListening(b *testing.B, ctx context.Context) (*orchestrator.Session, orchestrator.Config) {
+	env, _ := environ.Sandbox(os.Environ(), nil, sandboxEnv, e.pm)
+	cfg := orchestrator.Config{Workspace: e.ws, Transport: e.tr, Kernel: e.kernel, Env: env, PathMap: e.pm,
+		Listen: filepath.Join(b.TempDir(), "kernel"), Key: "bench-key"}
+	s, err := orchestrator.Open(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, cfg
+}
+
+// BenchmarkDockerListenStepVsExec is BenchmarkDockerStepVsExec with the session's kernel
+// listening (a daemon's session: frames over its socket, acknowledged, kept until then).
+func BenchmarkDockerListenStepVsExec(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	s, _ := e.openListening(b, ctx)
+	b.Cleanup(func() { s.Close() })
+	box := longLived(b, e.tr.Client, e.img, e.kernel, e.ws)
+	var step, ex time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		res, err := s.Bash(ctx, "true")
+		if err != nil || res.End.Status != 0 {
+			b.Fatalf("true: %v %v", res, err)
+		}
+		step += time.Since(t0)
+		t0 = time.Now()
+		if out, err := exec.Command("docker", "exec", box, "true").CombinedOutput(); err != nil {
+			b.Fatalf("docker exec: %v: %s", err, out)
+		}
+		ex += time.Since(t0)
+	}
+	b.ReportMetric(float64(step.Microseconds())/float64(b.N), "step-µs/op")
+	b.ReportMetric(float64(ex.Microseconds())/float64(b.N), "exec-µs/op")
+	b.ReportMetric(float64(ex)/float64(step), "exec/step")
+}
+
+// BenchmarkDockerReattachVsExec interleaves taking a session up again on its running
+// container (the kernel reattached, the session reopened, a `true` step run) and
+// `docker exec BOX true`, which is what reaching a running container costs otherwise.
+func BenchmarkDockerReattachVsExec(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	s, cfg := e.openListening(b, ctx)
+	box := longLived(b, e.tr.Client, e.img, e.kernel, e.ws)
+	spec := transport.Spec{Session: s.ID(), Listen: cfg.Listen, Key: cfg.Key}
+	cfg.ID = s.ID()
+	var re, ex time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		k, err := e.tr.Reattach(ctx, spec) // the kernel drops the connection before
+		if err != nil {
+			b.Fatal(err)
+		}
+		if s, err = orchestrator.Reopen(ctx, cfg, k, nil); err != nil {
+			b.Fatal(err)
+		}
+		if res, err := s.Bash(ctx, "true"); err != nil || res.End.Status != 0 {
+			b.Fatalf("true: %v %v", res, err)
+		}
+		re += time.Since(t0)
+		t0 = time.Now()
+		if out, err := exec.Command("docker", "exec", box, "true").CombinedOutput(); err != nil {
+			b.Fatalf("docker exec: %v: %s", err, out)
+		}
+		ex += time.Since(t0)
+	}
+	b.StopTimer()
+	s.Close()
+	b.ReportMetric(float64(re.Microseconds())/float64(b.N), "reattach-µs/op")
+	b.ReportMetric(float64(ex.Microseconds())/float64(b.N), "exec-µs/op")
+	b.ReportMetric(float64(ex)/float64(re), "exec/reattach")
 }
