@@ -10,7 +10,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/paddockhq/paddock/transport/wire"
 )
@@ -34,11 +37,24 @@ func PrepareListen(spec Spec, uid, gid int) error {
 	if spec.Key == "" {
 		return errors.New("listen: no key")
 	}
+	// The directory is the sandbox's to write: whatever an earlier sandbox left there (a
+	// symlink named like the key, say) goes, and the key is written only as a new file.
+	if err := os.RemoveAll(spec.Listen); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
 	if err := os.MkdirAll(spec.Listen, 0o700); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	key := filepath.Join(spec.Listen, ListenKey)
-	if err := os.WriteFile(key, []byte(spec.Key), 0o600); err != nil {
+	f, err := os.OpenFile(key, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	_, err = f.Write([]byte(spec.Key))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	if uid != -1 && uid != os.Getuid() {
@@ -80,19 +96,25 @@ func Attach(ctx context.Context, dir, key string, ended <-chan struct{}) (*Attac
 	}
 }
 
-// dialIn connects to the socket name in dir. A path too long for a socket address is
-// reached through the directory's descriptor.
+// dialIn connects to the socket name in dir. The directory is the sandbox's to write, so
+// the name is opened without following a symlink and must be a socket; the connection goes
+// through that descriptor, so nothing can be swapped in between (and a path too long for a
+// socket address is no matter).
 func dialIn(dir, name string) (*net.UnixConn, error) {
 	p := filepath.Join(dir, name)
-	if len(p) > 100 {
-		d, err := os.Open(dir)
-		if err != nil {
-			return nil, err
-		}
-		defer d.Close()
-		p = fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), name)
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
 	}
-	return net.DialUnix("unix", nil, &net.UnixAddr{Name: p, Net: "unix"})
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: p, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return nil, fmt.Errorf("%s is not a socket", p)
+	}
+	return net.DialUnix("unix", nil, &net.UnixAddr{Name: fmt.Sprintf("/proc/self/fd/%d", fd), Net: "unix"})
 }
 
 func attach(ctx context.Context, c *net.UnixConn, key string) (*Attached, error) {

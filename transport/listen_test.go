@@ -1,8 +1,13 @@
 package transport
 
 import (
+	"context"
 	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/paddockhq/paddock/transport/wire"
 )
@@ -40,4 +45,50 @@ func FuzzParseResume(f *testing.F) {
 			t.Fatalf("%q: accepted, but it is no resume frame", line)
 		}
 	})
+}
+
+// The listening directory is the sandbox's to write. A symlink planted where the kernel's
+// socket is looked for is not followed (the host never connects to a socket of its own
+// choosing), and one planted where the key is written is replaced, the file it names
+// untouched.
+func TestListenDirPlantedSymlinks(t *testing.T) {
+	host := t.TempDir()
+	victim := filepath.Join(host, "victim")
+	os.WriteFile(victim, []byte("keep\n"), 0o600)
+	other := filepath.Join(host, "other.sock")
+	l, err := net.Listen("unix", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Errorf("the host connected through a planted symlink")
+			c.Close()
+		}
+	}()
+
+	dir := filepath.Join(t.TempDir(), "kernel")
+	os.MkdirAll(dir, 0o700)
+	os.Symlink(victim, filepath.Join(dir, ListenKey))
+	if err := PrepareListen(Spec{Listen: dir, Key: "k"}, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+		t.Errorf("the planted key symlink was followed: %q", b)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ListenKey)); err != nil || string(b) != "k" {
+		t.Errorf("the key file: %q %v", b, err)
+	}
+
+	os.Symlink(other, filepath.Join(dir, ListenSocket))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := Attach(ctx, dir, "k", nil); err == nil {
+		t.Fatal("attached through a planted symlink")
+	}
 }
