@@ -2,8 +2,10 @@
 
 // Command paddock-kernel is the kernel a Paddock host starts in a sandbox: it serves the
 // host's request frames on standard input and writes frames on standard output until its
-// input ends. `paddock-kernel host TYPE [JSON]` is the client through which programs in the
-// sandbox send requests to the host.
+// input ends. With -listen it serves hosts that connect to a unix socket instead, one at a
+// time, and lives on between them (a daemon's container sessions, which outlive a restart
+// of the daemon). `paddock-kernel host TYPE [JSON]` is the client through which programs in
+// the sandbox send requests to the host.
 package main
 
 import (
