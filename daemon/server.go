@@ -238,7 +238,7 @@ func (s *Server) recover() {
 				continue
 			}
 			s.log.Warn("session from a previous daemon cannot be reopened", "session", st.Session.ID, "err", err)
-			st.Session.Reason = "its kernel cannot be reattached: " + err.Error()
+			st.Session.Reason = "reattaching its kernel: " + err.Error()
 		}
 		info := st.Session
 		if info.State == api.Open {
@@ -248,7 +248,7 @@ func (s *Server) recover() {
 			}
 			if s.cfg.Recover != nil {
 				if r := s.cfg.Recover(s.life, info); r != "" {
-					info.Reason = r
+					info.Reason = r + " (" + info.Reason + ")"
 				}
 			}
 			for i := range info.Jobs {

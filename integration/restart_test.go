@@ -153,8 +153,17 @@ func TestDaemonRestart(t *testing.T) {
 		t.Fatalf("%v %+v", err, r)
 	}
 
+	// A third session, whose container goes while no daemon runs.
+	gone, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	first.Process.Signal(syscall.SIGKILL)
 	<-firstDone
+	if n, err := docker.RemoveSession(ctx, cli, gone.ID); err != nil || n != 1 {
+		t.Fatalf("removing the third session's container: %d %v", n, err)
+	}
 	time.Sleep(500 * time.Millisecond) // the jobs go on with no daemon
 	startServe(t, bin, sock, state, env)
 	c.Close()
@@ -165,6 +174,13 @@ func TestDaemonRestart(t *testing.T) {
 	got := map[string]api.Session{}
 	for _, s := range list {
 		got[s.ID] = s
+	}
+	// The session whose container went is listed as ended, saying so.
+	if g := got[gone.ID]; g.State != api.Ended || !strings.Contains(g.Reason, "its container is gone") {
+		t.Errorf("the session whose container went: %s (%s)", g.State, g.Reason)
+	}
+	if _, err := c.CloseSession(ctx, gone.ID); err != nil {
+		t.Error(err)
 	}
 	// The child's kernel ended with the daemon: it is listed as ended, its workspace handed
 	// back, nothing it wrote lost.

@@ -20,6 +20,7 @@ import (
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/orchestrator/output"
+	"github.com/paddockhq/paddock/transport/containerd"
 	"github.com/paddockhq/paddock/transport/docker"
 )
 
@@ -210,30 +211,43 @@ func buildVersion() string {
 	return "(devel)"
 }
 
-// recoverSession cleans up after a session a killed daemon left: a docker session's
-// containers are removed (its kernel ended with the daemon's connection, or cannot be
-// reattached), and the reason says what was found.
+// recoverSession cleans up after a session a killed daemon left and the new one could not
+// reopen: a container session's containers are removed, and the reason says what was found.
 func recoverSession(ctx context.Context, s api.Session) string {
-	if s.Transport != "docker" {
-		return ""
-	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cli, err := docker.Connect(cctx)
-	if err != nil {
-		return fmt.Sprintf("its docker sandbox cannot be checked: %v", oneLine(err))
+	var find func() ([]string, error)
+	var remove func() (int, error)
+	switch s.Transport {
+	case "docker":
+		cli, err := docker.Connect(cctx)
+		if err != nil {
+			return fmt.Sprintf("its docker sandbox cannot be checked: %v", oneLine(err))
+		}
+		defer cli.Close()
+		find = func() ([]string, error) { return docker.SessionContainers(cctx, cli, s.ID) }
+		remove = func() (int, error) { return docker.RemoveSession(cctx, cli, s.ID) }
+	case "containerd":
+		cli, err := containerd.Connect(cctx, os.Getenv("PADDOCK_CONTAINERD_ADDRESS"))
+		if err != nil {
+			return fmt.Sprintf("its containerd sandbox cannot be checked: %v", oneLine(err))
+		}
+		defer cli.Close()
+		find = func() ([]string, error) { return containerd.SessionContainers(cctx, cli, s.ID) }
+		remove = func() (int, error) { return containerd.RemoveSession(cctx, cli, s.ID) }
+	default:
+		return ""
 	}
-	defer cli.Close()
-	ids, err := docker.SessionContainers(cctx, cli, s.ID)
+	ids, err := find()
 	if err != nil {
-		return fmt.Sprintf("its docker sandbox cannot be checked: %v", oneLine(err))
+		return fmt.Sprintf("its %s sandbox cannot be checked: %v", s.Transport, oneLine(err))
 	}
-	n, err := docker.RemoveSession(cctx, cli, s.ID)
+	n, err := remove()
 	switch {
 	case len(ids) == 0:
 		return "its container is gone"
 	case err != nil:
-		return fmt.Sprintf("its kernel ended with the daemon; removing its %d containers failed: %v", len(ids), oneLine(err))
+		return fmt.Sprintf("its kernel cannot be taken up again; removing its %d containers failed: %v", len(ids), oneLine(err))
 	}
-	return fmt.Sprintf("its kernel ended with the daemon; its %d container(s) removed", n)
+	return fmt.Sprintf("its kernel cannot be taken up again; its %d container(s) removed", n)
 }
