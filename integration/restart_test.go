@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,8 +16,10 @@ import (
 	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/containerd"
 	"github.com/paddockhq/paddock/transport/docker"
+	"github.com/paddockhq/paddock/transport/pathmap"
 )
 
 // startServe starts paddock serve as its own process and waits until it answers.
@@ -231,5 +234,72 @@ func TestDaemonRestart(t *testing.T) {
 		if ids := containersOf(o.kind, o.id); len(ids) != 0 {
 			t.Errorf("%s session: containers left after close %v", o.kind, ids)
 		}
+	}
+}
+
+// A listening kernel runs as the container's user: a numeric one gets the listening
+// directory as its own (this process being root), and a session on it is reattached; a
+// user named, which only the image can resolve, cannot be given the directory, and the
+// kernel then serves its standard streams: the session runs, it only does not outlive
+// its host.
+func TestListenAsContainerUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		needPeer(t, "giving the listening directory to another uid needs root")
+	}
+	cli := engine(t)
+	img := hostImage(t, cli)
+	kernel := kernelBinary(t)
+	ctx := testContext(t)
+	// An image that knows the name: the host image with a passwd file.
+	build := t.TempDir()
+	os.WriteFile(filepath.Join(build, "passwd"), []byte("root:x:0:0::/:/bin/sh\nnobody:x:65534:65534::/:/bin/false\n"), 0o644)
+	os.WriteFile(filepath.Join(build, "Dockerfile"), []byte("FROM "+img+"\nCOPY passwd /etc/passwd\n"), 0o644)
+	named := randomName("paddock-named-user-") + ":1"
+	if out, err := exec.Command("docker", "build", "-q", "--label", "paddock.test=integration", "-t", named, build).CombinedOutput(); err != nil {
+		t.Fatalf("docker build: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", named).Run() })
+	for _, tc := range []struct {
+		user   string
+		listen bool
+	}{{"65534:65534", true}, {"nobody", false}} {
+		t.Run(tc.user, func(t *testing.T) {
+			ws := t.TempDir()
+			os.Chmod(ws, 0o777)
+			pm, err := pathmap.New(pathmap.Mount{Sandbox: "/work", Host: ws})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := &docker.Transport{Client: cli, Image: named, Mounts: hostMounts(), NoReap: true, Hardening: docker.Hardening{User: tc.user}}
+			cfg := orchestrator.Config{Workspace: ws, Transport: tr, Kernel: kernel, Env: sandboxEnv, PathMap: pm,
+				Listen: filepath.Join(t.TempDir(), "kernel"), Key: "k"}
+			s, err := orchestrator.Open(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if r, err := s.Bash(ctx, "id -u"); err != nil || r.Steps[0].Stdout.Text != "65534\n" {
+				t.Fatalf("id -u: %v %+v", err, r)
+			}
+			spec := transport.Spec{Session: s.ID(), Listen: cfg.Listen, Key: cfg.Key}
+			k, err := tr.Reattach(ctx, spec)
+			if !tc.listen {
+				if !errors.Is(err, transport.ErrGone) {
+					t.Fatalf("a kernel on its standard streams was reattached: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.ID = s.ID()
+			s2, err := orchestrator.Reopen(ctx, cfg, k, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, err := s2.Bash(ctx, "echo again"); err != nil || r.Steps[0].Stdout.Text != "again\n" {
+				t.Errorf("after the reattach: %v %+v", err, r)
+			}
+		})
 	}
 }

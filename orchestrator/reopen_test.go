@@ -34,7 +34,7 @@ type proc struct {
 }
 
 func (t *listenTransport) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
-	if err := transport.PrepareListen(spec, -1, -1); err != nil {
+	if err := transport.PrepareListen(spec, os.Getuid(), os.Getgid()); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(spec.Kernel, "-listen", filepath.Join(spec.Listen, transport.ListenSocket),

@@ -30,9 +30,15 @@ func ListenArgs() []string {
 	return []string{"-listen", ListenDir + "/" + ListenSocket, "-key-file", ListenDir + "/" + ListenKey}
 }
 
+// ListenAs says whether a kernel that runs as uid (-1: not known) can listen in a private
+// directory this process makes: one of its own uid, or of any uid when this process is root
+// (the directory is then given to the kernel's uid). A transport whose kernel cannot listen
+// starts it on its standard streams: the session works, but does not outlive its host.
+func ListenAs(uid int) bool { return uid >= 0 && (uid == os.Getuid() || os.Getuid() == 0) }
+
 // PrepareListen writes the key file for a kernel started with ListenArgs into spec.Listen.
-// uid, when not -1, is the sandbox user the kernel runs as: the directory and the file
-// become its own.
+// uid is the sandbox user the kernel runs as (ListenAs): the directory and the file become
+// its own.
 func PrepareListen(spec Spec, uid, gid int) error {
 	if spec.Key == "" {
 		return errors.New("listen: no key")
@@ -57,7 +63,7 @@ func PrepareListen(spec Spec, uid, gid int) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	if uid != -1 && uid != os.Getuid() {
+	if uid != os.Getuid() {
 		for _, p := range []string{spec.Listen, key} {
 			if err := os.Chown(p, uid, gid); err != nil {
 				return fmt.Errorf("listen: the kernel runs as uid %d and cannot use %s: %w", uid, spec.Listen, err)

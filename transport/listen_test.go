@@ -75,7 +75,7 @@ func TestListenDirPlantedSymlinks(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "kernel")
 	os.MkdirAll(dir, 0o700)
 	os.Symlink(victim, filepath.Join(dir, ListenKey))
-	if err := PrepareListen(Spec{Listen: dir, Key: "k"}, -1, -1); err != nil {
+	if err := PrepareListen(Spec{Listen: dir, Key: "k"}, os.Getuid(), os.Getgid()); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {

@@ -124,20 +124,25 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	t.mu.Unlock()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
+	if spec.Listen != "" {
+		uid, gid, err := user(t.Hardening.User)
+		switch {
+		case err != nil:
+			return nil, err
+		case !transport.ListenAs(int(uid)):
+			t.log().Warn("the kernel's user cannot listen in a directory of this process; its session will not outlive this process", "uid", uid)
+			spec.Listen, spec.Key = "", ""
+		default:
+			if err := transport.PrepareListen(spec, int(uid), int(gid)); err != nil {
+				return nil, fmt.Errorf("containerd: %w", err)
+			}
+		}
+	}
 	p, err := planContainer(spec, Namespace, t.Mounts, t.Hardening, t.facts, docker.HostLabels(), hex.EncodeToString(b[:]))
 	if err != nil {
 		return nil, err
 	}
-	if spec.Listen != "" {
-		uid, gid := -1, -1
-		if t.Hardening.User != "" {
-			u, g, _ := user(t.Hardening.User)
-			uid, gid = int(u), int(g)
-		}
-		if err := transport.PrepareListen(spec, uid, gid); err != nil {
-			return nil, fmt.Errorf("containerd: %w", err)
-		}
-	}
+
 	c, err := t.Client.NewContainer(ctx, p.id,
 		client.WithContainerLabels(p.labels),
 		client.WithImageName(t.Image),

@@ -90,15 +90,18 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
+	if spec.Listen != "" {
+		if uid, gid := t.kernelUser(ctx); !transport.ListenAs(uid) {
+			t.log().Warn("the kernel's user cannot listen in a directory of this process; its session will not outlive this process",
+				"user", t.Hardening.User, "image", t.Image, "uid", uid)
+			spec.Listen, spec.Key = "", ""
+		} else if err := transport.PrepareListen(spec, uid, gid); err != nil {
+			return nil, fmt.Errorf("docker: %w", err)
+		}
+	}
 	p, err := planContainer(spec, t.Image, t.Mounts, t.Hardening, selfLabels(), hex.EncodeToString(b[:]))
 	if err != nil {
 		return nil, err
-	}
-	if spec.Listen != "" {
-		uid, gid := numericUser(t.Hardening.User)
-		if err := transport.PrepareListen(spec, uid, gid); err != nil {
-			return nil, fmt.Errorf("docker: %w", err)
-		}
 	}
 	t0 := time.Now()
 	created, err := t.Client.ContainerCreate(ctx, p.config, p.host, nil, nil, p.name)
@@ -203,6 +206,25 @@ func (t *Transport) logsOf(id string) string {
 		return " (the kernel said: " + s + ")"
 	}
 	return ""
+}
+
+// kernelUser is the uid and gid the kernel runs as: the hardening's user, else the image's;
+// -1 for a name, which only the image can resolve.
+func (t *Transport) kernelUser(ctx context.Context) (int, int) {
+	u := t.Hardening.User
+	if u == "" {
+		img, err := t.Client.ImageInspect(ctx, t.Image)
+		if err != nil {
+			return -1, -1
+		}
+		if img.Config != nil {
+			u = img.Config.User
+		}
+	}
+	if u == "" || u == "root" {
+		return 0, 0
+	}
+	return numericUser(u)
 }
 
 // numericUser is the uid and gid of a user named by number ("uid" or "uid:gid"); -1 for a
