@@ -319,6 +319,7 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	e := &entry{cfg: cfg, hub: newHub(info.ID), dir: dir, noOT: o.NoOutputTimeout, release: o.Release,
 		req: st.Request, key: st.Key, artifacts: map[string]string{}, states: map[string]orchestrator.JobState{}}
 	var restores []orchestrator.Restore
+	lasts := map[string]*atomic.Int64{}
 	for i, j := range info.Jobs {
 		if j.Done {
 			continue
@@ -331,7 +332,13 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 			info.Jobs[i].Done, info.Jobs[i].Result = true, js.Result
 		default:
 			e.artifacts[j.ID] = j.Artifact
-			restores = append(restores, orchestrator.Restore{State: js, Live: e.live})
+			last := new(atomic.Int64) // the job's last output, for its no-output timeout
+			last.Store(time.Now().UnixNano())
+			lasts[j.ID] = last
+			restores = append(restores, orchestrator.Restore{State: js, Live: func(step, fd int, data []byte) {
+				last.Store(time.Now().UnixNano())
+				e.live(step, fd, data)
+			}})
 		}
 	}
 	e.info = info
@@ -348,6 +355,10 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 		s.persist(e, j)
 		s.wg.Add(1)
 		go s.watchJob(e, j, e.artifacts[j.ID()])
+		if last := lasts[j.ID()]; e.noOT > 0 && last != nil {
+			s.wg.Add(1)
+			go s.silence(e, j, last)
+		}
 	}
 	if err := e.save(); err != nil {
 		s.log.Warn("session state file", "session", info.ID, "error", err)
