@@ -156,6 +156,15 @@ func TestDaemonRestart(t *testing.T) {
 		t.Fatalf("%v %+v", err, r)
 	}
 
+	// A job that goes quiet: its no-output timeout kills it after the restart too.
+	quiet, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker", BlockingBudget: "300ms", NoOutputTimeout: "3s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qr, err := c.Bash(ctx, quiet.ID, api.BashRequest{Script: "echo start; sleep 600"})
+	if err != nil || qr.End.Kind != orchestrator.Detached {
+		t.Fatalf("%v %+v", err, qr)
+	}
 	// A third session, whose container goes while no daemon runs.
 	gone, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker"})
 	if err != nil {
@@ -177,6 +186,12 @@ func TestDaemonRestart(t *testing.T) {
 	got := map[string]api.Session{}
 	for _, s := range list {
 		got[s.ID] = s
+	}
+	if j, err := c.Wait(ctx, quiet.ID, qr.End.Job, ""); err != nil || j.Result.End.Kind != orchestrator.Killed {
+		t.Errorf("the quiet job after the restart: %v %+v", err, j.Result)
+	}
+	if _, err := c.CloseSession(ctx, quiet.ID); err != nil {
+		t.Error(err)
 	}
 	// The session whose container went is listed as ended, saying so.
 	if g := got[gone.ID]; g.State != api.Ended || !strings.Contains(g.Reason, "its container is gone") {
