@@ -4,6 +4,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -92,11 +93,11 @@ type entry struct {
 	key string
 
 	mu        sync.Mutex
-	info      api.Session                      // guarded by mu
-	states    map[string]orchestrator.JobState // guarded by mu: where each detached job is
-	gone      bool                             // guarded by mu: closed; its state directory goes
-	children  []string                         // guarded by mu
-	artifacts map[string]string                // guarded by mu: job id -> artifact file
+	info      api.Session          // guarded by mu
+	states    map[string]storedJob // guarded by mu: where each detached job is
+	gone      bool                 // guarded by mu: closed; its state directory goes
+	children  []string             // guarded by mu
+	artifacts map[string]string    // guarded by mu: job id -> artifact file
 }
 
 // New makes a server and lists again the sessions its state directory records: the ones
@@ -182,9 +183,71 @@ const stateFile = "session.json"
 type stored struct {
 	Session api.Session `json:"session"`
 	// Request and Key reopen a session whose kernel listens (listenDir).
-	Request *api.OpenRequest                 `json:"request,omitempty"`
-	Key     string                           `json:"key,omitempty"`
-	Jobs    map[string]orchestrator.JobState `json:"jobs,omitempty"`
+	Request *api.OpenRequest     `json:"request,omitempty"`
+	Key     string               `json:"key,omitempty"`
+	Jobs    map[string]storedJob `json:"jobs,omitempty"`
+}
+
+// storedJob is where a detached job is. The steps it ended are not in the state file,
+// which is written whole at every step, but appended once each to the job's steps file;
+// Steps counts those the state goes with.
+type storedJob struct {
+	State orchestrator.JobState `json:"state"`
+	Steps int                   `json:"steps"`
+}
+
+// stepsFile is a job's steps file in its session's directory: one JSON line per step ended.
+func stepsFile(dir, job string) string { return filepath.Join(dir, "job-"+job+".steps") }
+
+// appendSteps appends steps to a job's steps file.
+func appendSteps(path string, steps []orchestrator.StepResult) error {
+	var b []byte
+	for _, st := range steps {
+		line, err := json.Marshal(st)
+		if err != nil {
+			return err
+		}
+		b = append(append(b, line...), '\n')
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// readSteps reads the first n steps of a job's steps file, and cuts off what follows them
+// (steps written by a daemon that died before its state file said so).
+func readSteps(path string, n int) ([]orchestrator.StepResult, error) {
+	if n == 0 {
+		return nil, os.Truncate(path, 0)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	steps := make([]orchestrator.StepResult, 0, n)
+	off := 0
+	for len(steps) < n {
+		i := bytes.IndexByte(b[off:], '\n')
+		if i < 0 {
+			return nil, fmt.Errorf("%s: %d steps of %d", path, len(steps), n)
+		}
+		var st orchestrator.StepResult
+		if err := json.Unmarshal(b[off:off+i], &st); err != nil {
+			return nil, fmt.Errorf("%s: step %d: %w", path, len(steps), err)
+		}
+		steps = append(steps, st)
+		off += i + 1
+	}
+	if off < len(b) {
+		return steps, os.Truncate(path, int64(off))
+	}
+	return steps, nil
 }
 
 // handbacks is where isolated children's clones are made, in the state directory: outside
@@ -317,20 +380,29 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 		return nil, err
 	}
 	e := &entry{cfg: cfg, hub: newHub(info.ID), dir: dir, noOT: o.NoOutputTimeout, release: o.Release,
-		req: st.Request, key: st.Key, artifacts: map[string]string{}, states: map[string]orchestrator.JobState{}}
+		req: st.Request, key: st.Key, artifacts: map[string]string{}, states: map[string]storedJob{}}
 	var restores []orchestrator.Restore
 	lasts := map[string]*atomic.Int64{}
 	for i, j := range info.Jobs {
 		if j.Done {
 			continue
 		}
-		js, ok := st.Jobs[j.ID]
+		rec, ok := st.Jobs[j.ID]
+		js := rec.State
+		var err error
+		if ok && !js.Ended {
+			js.Done, err = readSteps(stepsFile(dir, j.ID), rec.Steps)
+		}
 		switch {
-		case !ok:
+		case !ok || err != nil:
 			info.Jobs[i].Done, info.Jobs[i].Lost = true, true
+			if err != nil {
+				s.log.Warn("job not taken up again", "job", j.ID, "err", err)
+			}
 		case js.Ended:
 			info.Jobs[i].Done, info.Jobs[i].Result = true, js.Result
 		default:
+			e.states[j.ID] = rec
 			e.artifacts[j.ID] = j.Artifact
 			last := new(atomic.Int64) // the job's last output, for its no-output timeout
 			last.Store(time.Now().UnixNano())
@@ -380,11 +452,21 @@ func (s *Server) persist(e *entry, j *orchestrator.Job) {
 	}
 	id := j.ID()
 	j.Persist(func(st orchestrator.JobState) {
+		done := st.Done
+		st.Done = nil
 		e.mu.Lock()
 		if e.states == nil {
-			e.states = map[string]orchestrator.JobState{}
+			e.states = map[string]storedJob{}
 		}
-		e.states[id] = st
+		rec := e.states[id]
+		if len(done) > rec.Steps {
+			if err := appendSteps(stepsFile(e.dir, id), done[rec.Steps:]); err != nil {
+				e.mu.Unlock()
+				s.log.Warn("job steps file", "job", id, "error", err)
+				return
+			}
+		}
+		e.states[id] = storedJob{State: st, Steps: len(done)}
 		e.mu.Unlock()
 		if err := e.save(); err != nil {
 			s.log.Warn("session state file", "session", id, "error", err)
