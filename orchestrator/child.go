@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/pathmap"
 	"github.com/paddockhq/paddock/workspace"
 )
@@ -31,6 +32,11 @@ type ChildConfig struct {
 	Dir string
 	// Env adds or replaces variables of the parent's environment, NAME=value.
 	Env []string
+	// ID names the child; "" makes a fresh one.
+	ID string
+	// Listen and Key start the child's kernel listening (see Config): a host that keeps
+	// them can take the child up again after it died (ReopenChild).
+	Listen, Key string
 }
 
 // child is what a parent keeps of a child.
@@ -47,68 +53,91 @@ type child struct {
 // reflink clone of the parent's workspace, handed back when it closes. The child's
 // questions go to its own clients first, then up the chain.
 func (s *Session) Spawn(ctx context.Context, cc ChildConfig) (*Session, error) {
-	cfg := s.cfg
-	cfg.ID = ""
-	cfg.Gatekeeper = nil
-	cfg.Env = mergeEnv(s.cfg.Env, cc.Env)
-	cfg.Policy.Context = nil // judged on the child's own workspace
-	ch := &child{}
-	switch cc.Workspace {
-	case "", Shared:
-	case Isolated:
-		dir := cc.Dir
-		if dir == "" {
-			base := s.cfg.ChildDirs
-			if base == "" {
-				base = s.cfg.StateDir
-			}
-			if base == "" {
-				base = os.TempDir()
-			}
-			if err := os.MkdirAll(base, 0o700); err != nil {
-				return nil, err
-			}
-			d, err := os.MkdirTemp(base, "child-")
-			if err != nil {
-				return nil, err
-			}
-			dir = d
-		}
-		rep, err := workspace.Clone(ctx, s.cfg.Workspace, dir, workspace.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("session %s: spawn %s: %w", s.id, cc.Name, err)
-		}
-		for _, w := range rep.Warnings {
-			s.log.Warn("isolated workspace", "child", cc.Name, "warning", w)
-		}
-		ch.dir, ch.clone = dir, rep
-		cfg.Workspace = filepath.Join(dir, "copy")
-		if cfg.PathMap != nil {
-			// The child sees its copy where the parent sees the workspace.
-			m, err := remount(cfg.PathMap, s.cwd, cfg.Workspace)
-			if err != nil {
-				_ = workspace.Discard(dir)
-				return nil, fmt.Errorf("session %s: spawn %s: %w", s.id, cc.Name, err)
-			}
-			cfg.PathMap = m
-		}
-	default:
-		return nil, fmt.Errorf("session %s: spawn: unknown workspace %q (want shared or isolated)", s.id, cc.Workspace)
-	}
-	c, err := openChild(ctx, cfg, s, cc.Name, ch)
+	cfg, err := s.childConfig(ctx, cc, nil)
 	if err != nil {
-		if ch.dir != "" {
-			_ = workspace.Discard(ch.dir)
+		return nil, err
+	}
+	c, err := Open(ctx, cfg)
+	if err != nil {
+		if cfg.child.dir != "" {
+			_ = workspace.Discard(cfg.child.dir)
 		}
 		return nil, err
 	}
 	return c, nil
 }
 
-func openChild(ctx context.Context, cfg Config, parent *Session, name string, ch *child) (*Session, error) {
-	cfg.parent, cfg.name, cfg.child = parent, name, ch
-	cfg.Listen, cfg.Key = "", "" // a child's kernel is its own, and ends with its host
-	return Open(ctx, cfg)
+// ReopenChild takes up a child an earlier host spawned with cc, whose kernel listened and
+// outlived that host, reattached as k: as Reopen does, with the child's place under this
+// session. clone is an isolated child's clone, as its spawn made it.
+func (s *Session) ReopenChild(ctx context.Context, cc ChildConfig, clone *workspace.CloneReport, k transport.Kernel, jobs []Restore) (*Session, error) {
+	if cc.Workspace == Isolated && clone == nil {
+		return nil, fmt.Errorf("session %s: reopen %s: an isolated child without its clone", s.id, cc.Name)
+	}
+	cfg, err := s.childConfig(ctx, cc, clone)
+	if err != nil {
+		return nil, err
+	}
+	return Reopen(ctx, cfg, k, jobs)
+}
+
+// childConfig is a child's configuration: the parent's, with the child's environment, its
+// own workspace when isolated (a new clone, or the one given), its name and its place.
+func (s *Session) childConfig(ctx context.Context, cc ChildConfig, clone *workspace.CloneReport) (Config, error) {
+	cfg := s.cfg
+	cfg.ID = cc.ID
+	cfg.Gatekeeper = nil
+	cfg.Env = mergeEnv(s.cfg.Env, cc.Env)
+	cfg.Policy.Context = nil // judged on the child's own workspace
+	cfg.Listen, cfg.Key = cc.Listen, cc.Key
+	ch := &child{}
+	switch cc.Workspace {
+	case "", Shared:
+	case Isolated:
+		if clone == nil {
+			dir := cc.Dir
+			if dir == "" {
+				base := s.cfg.ChildDirs
+				if base == "" {
+					base = s.cfg.StateDir
+				}
+				if base == "" {
+					base = os.TempDir()
+				}
+				if err := os.MkdirAll(base, 0o700); err != nil {
+					return cfg, err
+				}
+				d, err := os.MkdirTemp(base, "child-")
+				if err != nil {
+					return cfg, err
+				}
+				dir = d
+			}
+			rep, err := workspace.Clone(ctx, s.cfg.Workspace, dir, workspace.Options{})
+			if err != nil {
+				return cfg, fmt.Errorf("session %s: spawn %s: %w", s.id, cc.Name, err)
+			}
+			for _, w := range rep.Warnings {
+				s.log.Warn("isolated workspace", "child", cc.Name, "warning", w)
+			}
+			clone = rep
+		}
+		ch.dir, ch.clone = clone.Dir, clone
+		cfg.Workspace = filepath.Join(clone.Dir, "copy")
+		if cfg.PathMap != nil {
+			// The child sees its copy where the parent sees the workspace.
+			m, err := remount(cfg.PathMap, s.cwd, cfg.Workspace)
+			if err != nil {
+				_ = workspace.Discard(clone.Dir)
+				return cfg, fmt.Errorf("session %s: spawn %s: %w", s.id, cc.Name, err)
+			}
+			cfg.PathMap = m
+		}
+	default:
+		return cfg, fmt.Errorf("session %s: spawn: unknown workspace %q (want shared or isolated)", s.id, cc.Workspace)
+	}
+	cfg.parent, cfg.name, cfg.child = s, cc.Name, ch
+	return cfg, nil
 }
 
 // remount returns m with the directory at sandbox path at seen from host instead.

@@ -334,7 +334,7 @@ func TestReopenKillsOrphans(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if r, err := s.Bash(ctx, "echo new"); err != nil || r.Steps[0].Stdout.Text != "new\n" {
+	if r, err := s2.Bash(ctx, "echo new"); err != nil || r.Steps[0].Stdout.Text != "new\n" {
 		t.Errorf("a new step: %v %+v", err, r)
 	}
 }
