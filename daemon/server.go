@@ -89,8 +89,9 @@ type entry struct {
 
 	// req and key, for a session whose kernel listens (a container's), let a new daemon
 	// reopen it after this one died.
-	req *api.OpenRequest
-	key string
+	req   *api.OpenRequest
+	spawn *api.SpawnRequest // a child's
+	key   string
 
 	mu        sync.Mutex
 	info      api.Session          // guarded by mu
@@ -182,8 +183,9 @@ const stateFile = "session.json"
 // stored is a session's state file.
 type stored struct {
 	Session api.Session `json:"session"`
-	// Request and Key reopen a session whose kernel listens (listenDir).
+	// Request (a child: Spawn) and Key reopen a session whose kernel listens (listenDir).
 	Request *api.OpenRequest     `json:"request,omitempty"`
+	Spawn   *api.SpawnRequest    `json:"spawn,omitempty"`
 	Key     string               `json:"key,omitempty"`
 	Jobs    map[string]storedJob `json:"jobs,omitempty"`
 }
@@ -266,7 +268,7 @@ func (e *entry) save() error {
 	if e.gone {
 		return nil
 	}
-	b, err := json.MarshalIndent(stored{Session: e.info, Request: e.req, Key: e.key, Jobs: e.states}, "", "  ")
+	b, err := json.MarshalIndent(stored{Session: e.info, Request: e.req, Spawn: e.spawn, Key: e.key, Jobs: e.states}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -281,6 +283,13 @@ func (e *entry) save() error {
 // listens (a container's) and still runs is reopened, its detached jobs going on; any
 // other is listed as ended, with the reason, until it is closed.
 func (s *Server) recover() {
+	type found struct {
+		dir   string
+		st    stored
+		depth int
+	}
+	var all []found
+	parents := map[string]string{}
 	dirs, _ := os.ReadDir(filepath.Join(s.cfg.StateDir, "sessions"))
 	for _, d := range dirs {
 		dir := filepath.Join(s.cfg.StateDir, "sessions", d.Name())
@@ -293,8 +302,31 @@ func (s *Server) recover() {
 			s.log.Warn("unreadable session state file", "dir", dir)
 			continue
 		}
-		if st.Session.State == api.Open && st.Request != nil {
-			e, err := s.reopen(dir, st)
+		all = append(all, found{dir: dir, st: st})
+		parents[st.Session.ID] = st.Session.Parent
+	}
+	// Parents first: a child is taken up under its parent.
+	for i := range all {
+		for p := all[i].st.Session.Parent; p != "" && all[i].depth < len(all); p = parents[p] {
+			all[i].depth++
+		}
+	}
+	sort.SliceStable(all, func(a, b int) bool { return all[a].depth < all[b].depth })
+	for _, f := range all {
+		dir, st := f.dir, f.st
+		if st.Session.State == api.Open && st.Key != "" {
+			var e *entry
+			var err error
+			switch parent := s.sessions[st.Session.Parent]; {
+			case st.Session.Parent == "" && st.Request != nil:
+				e, err = s.reopen(dir, st)
+			case parent != nil && parent.s != nil && st.Spawn != nil:
+				e, err = s.reopenChild(parent, dir, st)
+			case parent != nil:
+				err = errors.New("its parent was not taken up again")
+			default:
+				err = errors.New("its parent is gone")
+			}
 			if err == nil {
 				s.sessions[e.info.ID] = e
 				s.log.Info("session from a previous daemon reopened", "session", e.info.ID, "jobs", len(st.Jobs))
@@ -349,9 +381,9 @@ func (s *Server) handBackEnded(info *api.Session) {
 	info.Reason += "; its workspace was handed back"
 }
 
-// reopen takes up a session a previous daemon left open, on its kernel, which listened and
-// outlived it: the session is configured again from its request, its kernel reattached, its
-// detached jobs taken up where they were.
+// reopen takes up a root session a previous daemon left open, on its kernel, which
+// listened and outlived it: the session is configured again from its request, its kernel
+// reattached, its detached jobs taken up where they were.
 func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	ctx, cancel := context.WithTimeout(s.life, 60*time.Second)
 	defer cancel()
@@ -364,23 +396,53 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 			o.Release()
 		}
 	}
-	ra, ok := o.Config.Transport.(transport.Reattacher)
-	if !ok {
-		release()
-		return nil, fmt.Errorf("its transport (%s) cannot reattach", o.Transport)
-	}
 	info := st.Session
 	cfg := o.Config
 	cfg.ID, cfg.StateDir, cfg.Log = info.ID, dir, s.log
 	cfg.ChildDirs = filepath.Join(s.cfg.StateDir, handbacks)
 	cfg.Listen, cfg.Key = filepath.Join(dir, listenDir), st.Key
-	k, err := ra.Reattach(ctx, transport.Spec{Session: info.ID, Listen: cfg.Listen, Key: cfg.Key})
+	e := &entry{cfg: cfg, hub: newHub(info.ID), dir: dir, noOT: o.NoOutputTimeout, release: o.Release,
+		req: st.Request, key: st.Key, artifacts: map[string]string{}, states: map[string]storedJob{}}
+	err = s.takeUp(ctx, e, st, func(k transport.Kernel, jobs []orchestrator.Restore) (*orchestrator.Session, error) {
+		return orchestrator.Reopen(ctx, cfg, k, jobs)
+	})
 	if err != nil {
 		release()
 		return nil, err
 	}
-	e := &entry{cfg: cfg, hub: newHub(info.ID), dir: dir, noOT: o.NoOutputTimeout, release: o.Release,
-		req: st.Request, key: st.Key, artifacts: map[string]string{}, states: map[string]storedJob{}}
+	return e, nil
+}
+
+// reopenChild takes up a child a previous daemon spawned under parent, which was reopened.
+func (s *Server) reopenChild(parent *entry, dir string, st stored) (*entry, error) {
+	ctx, cancel := context.WithTimeout(s.life, 60*time.Second)
+	defer cancel()
+	info := st.Session
+	cc := orchestrator.ChildConfig{Name: info.Name, Workspace: info.Mode, Env: st.Spawn.Env, ID: info.ID,
+		Listen: filepath.Join(dir, listenDir), Key: st.Key}
+	e := &entry{cfg: parent.cfg, hub: newHub(info.ID), dir: dir, noOT: parent.noOT,
+		spawn: st.Spawn, key: st.Key, artifacts: map[string]string{}, states: map[string]storedJob{}}
+	err := s.takeUp(ctx, e, st, func(k transport.Kernel, jobs []orchestrator.Restore) (*orchestrator.Session, error) {
+		return parent.s.ReopenChild(ctx, cc, info.Clone, k, jobs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// takeUp reattaches a session's kernel through its transport, has open make the session
+// around it with the jobs to take up, and starts watching those jobs.
+func (s *Server) takeUp(ctx context.Context, e *entry, st stored, open func(transport.Kernel, []orchestrator.Restore) (*orchestrator.Session, error)) error {
+	info := st.Session
+	ra, ok := e.cfg.Transport.(transport.Reattacher)
+	if !ok {
+		return fmt.Errorf("its transport (%s) cannot reattach", info.Transport)
+	}
+	k, err := ra.Reattach(ctx, transport.Spec{Session: info.ID, Listen: filepath.Join(e.dir, listenDir), Key: st.Key})
+	if err != nil {
+		return err
+	}
 	var restores []orchestrator.Restore
 	lasts := map[string]*atomic.Int64{}
 	for i, j := range info.Jobs {
@@ -391,7 +453,7 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 		js := rec.State
 		var err error
 		if ok && !js.Ended {
-			js.Done, err = readSteps(stepsFile(dir, j.ID), rec.Steps)
+			js.Done, err = readSteps(stepsFile(e.dir, j.ID), rec.Steps)
 		}
 		switch {
 		case !ok || err != nil:
@@ -415,11 +477,10 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	}
 	e.info = info
 	e.children = slices.Clone(info.Children)
-	sess, err := orchestrator.Reopen(ctx, cfg, k, restores)
+	sess, err := open(k, restores)
 	if err != nil {
 		k.Kill()
-		release()
-		return nil, err
+		return err
 	}
 	e.s = sess
 	s.hubMetrics(e.hub)
@@ -436,7 +497,7 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 		s.log.Warn("session state file", "session", info.ID, "error", err)
 	}
 	s.metrics.add(func(m *metrics) { m.open++ })
-	return e, nil
+	return nil
 }
 
 // live publishes a session's output as it comes.
@@ -553,18 +614,25 @@ func (s *Server) spawn(ctx context.Context, parent *entry, req api.SpawnRequest)
 		return nil, &stateError{ID: parent.info.ID}
 	}
 	t0 := time.Now()
-	child, err := parent.s.Spawn(ctx, orchestrator.ChildConfig{Name: req.Name, Workspace: req.Workspace, Env: req.Env})
+	id := newID()
+	dir := s.sessionDir(id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, err
+	}
+	cc := orchestrator.ChildConfig{Name: req.Name, Workspace: req.Workspace, Env: req.Env, ID: id}
+	var spawn *api.SpawnRequest
+	if parent.key != "" {
+		// The parent's kernel listens; so does the child's, and a new daemon takes it up.
+		cc.Listen, cc.Key = filepath.Join(dir, listenDir), newID()+newID()
+		spawn = &req
+	}
+	child, err := parent.s.Spawn(ctx, cc)
 	if err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	if req.Workspace == orchestrator.Isolated {
 		s.metrics.add(func(m *metrics) { m.clone.observe(time.Since(t0)) })
-	}
-	id := child.ID()
-	dir := s.sessionDir(id)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		child.Close()
-		return nil, err
 	}
 	mode := req.Workspace
 	if mode == "" {
@@ -573,7 +641,8 @@ func (s *Server) spawn(ctx context.Context, parent *entry, req api.SpawnRequest)
 	parent.mu.Lock()
 	info := parent.info
 	parent.mu.Unlock()
-	e := &entry{s: child, cfg: parent.cfg, hub: newHub(id), dir: dir, noOT: parent.noOT, artifacts: map[string]string{}}
+	e := &entry{s: child, cfg: parent.cfg, hub: newHub(id), dir: dir, noOT: parent.noOT, artifacts: map[string]string{},
+		spawn: spawn, key: cc.Key}
 	e.info = api.Session{ID: id, State: api.Open, Workspace: child.Workspace(), Transport: info.Transport,
 		Parent: parent.info.ID, Name: req.Name, Mode: mode, Created: time.Now().UTC(),
 		BlockingBudget: info.BlockingBudget, NoOutputTimeout: info.NoOutputTimeout, Clone: child.CloneReport()}

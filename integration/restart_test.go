@@ -147,14 +147,6 @@ func TestDaemonRestart(t *testing.T) {
 		sessions = append(sessions, opened{kind, s.ID, r.End.Job, ids})
 	}
 
-	// An isolated child of the Docker session has written a file in its clone.
-	child, err := c.Spawn(ctx, sessions[0].id, api.SpawnRequest{Name: "kid", Workspace: orchestrator.Isolated})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, err := c.Bash(ctx, child.ID, api.BashRequest{Script: "echo from the child > kid.txt"}); err != nil || r.End.Status != 0 {
-		t.Fatalf("%v %+v", err, r)
-	}
 
 	// A job that goes quiet: its no-output timeout kills it after the restart too.
 	quiet, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker", BlockingBudget: "300ms", NoOutputTimeout: "3s"})
@@ -169,6 +161,22 @@ func TestDaemonRestart(t *testing.T) {
 	gone, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker"})
 	if err != nil {
 		t.Fatal(err)
+	}
+
+	// An isolated child of the Docker session, and one of the session whose container goes,
+	// have each written a file in their clone.
+	child, err := c.Spawn(ctx, sessions[0].id, api.SpawnRequest{Name: "kid", Workspace: orchestrator.Isolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan, err := c.Spawn(ctx, gone.ID, api.SpawnRequest{Name: "orphan", Workspace: orchestrator.Isolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, script := range map[string]string{child.ID: "echo from the child > kid.txt", orphan.ID: "echo from the orphan > orphan.txt"} {
+		if r, err := c.Bash(ctx, id, api.BashRequest{Script: script}); err != nil || r.End.Status != 0 {
+			t.Fatalf("%v %+v", err, r)
+		}
 	}
 
 	first.Process.Signal(syscall.SIGKILL)
@@ -200,16 +208,35 @@ func TestDaemonRestart(t *testing.T) {
 	if _, err := c.CloseSession(ctx, gone.ID); err != nil {
 		t.Error(err)
 	}
-	// The child's kernel ended with the daemon: it is listed as ended, its workspace handed
-	// back, nothing it wrote lost.
-	if k := got[child.ID]; k.State != api.Ended || k.Handback == nil || len(k.Handback.Taken) != 1 || k.Handback.Taken[0].Path != "kid.txt" {
-		t.Errorf("the child after the restart: %s (%s) %+v", k.State, k.Reason, k.Handback)
+	// The Docker session's child is taken up too, still isolated: its file is in its clone
+	// only, until it is closed and handed back.
+	if k := got[child.ID]; k.State != api.Open {
+		t.Errorf("the child after the restart: %s (%s)", k.State, k.Reason)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "kid.txt")); !os.IsNotExist(err) {
+		t.Errorf("the child's file is in the workspace before its hand-back: %v", err)
+	}
+	if r, err := c.Bash(ctx, child.ID, api.BashRequest{Script: "cat kid.txt"}); err != nil || r.Steps[0].Stdout.Text != "from the child\n" {
+		t.Errorf("the child after the restart: %v %+v", err, r)
+	}
+	if k, err := c.CloseSession(ctx, child.ID); err != nil || k.Handback == nil || len(k.Handback.Taken) != 1 {
+		t.Errorf("the child's hand-back: %v %+v", err, k.Handback)
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "kid.txt")); err != nil || string(b) != "from the child\n" {
 		t.Errorf("the child's file: %q %v", b, err)
 	}
-	if ids := containersOf("docker", child.ID); len(ids) != 0 {
-		t.Errorf("the child's containers are left: %v", ids)
+	// The child of the session whose container went cannot be taken up: it is listed as
+	// ended, its workspace handed back, nothing it wrote lost.
+	if k := got[orphan.ID]; k.State != api.Ended || k.Handback == nil || len(k.Handback.Taken) != 1 || k.Handback.Taken[0].Path != "orphan.txt" {
+		t.Errorf("the orphaned child after the restart: %s (%s) %+v", k.State, k.Reason, k.Handback)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "orphan.txt")); err != nil || string(b) != "from the orphan\n" {
+		t.Errorf("the orphaned child's file: %q %v", b, err)
+	}
+	for _, id := range []string{child.ID, orphan.ID} {
+		if ids := containersOf("docker", id); len(ids) != 0 {
+			t.Errorf("child %s: containers left %v", id, ids)
+		}
 	}
 	for _, o := range sessions {
 		s, ok := got[o.id]
