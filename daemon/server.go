@@ -361,6 +361,39 @@ func (s *Server) recover() {
 		s.sessions[info.ID] = e
 		s.log.Warn("session from a previous daemon listed as ended", "session", info.ID, "reason", info.Reason)
 	}
+	s.handBackLeft()
+}
+
+// handBackLeft hands back every clone under handbacks/ that no session holds any more and
+// that was not handed back: those of children a killed daemon started with a script, say.
+// A clone whose hand-back fails stays, and says why in the log.
+func (s *Server) handBackLeft() {
+	held := map[string]bool{}
+	for _, e := range s.sessions {
+		if e.s != nil && e.info.Clone != nil {
+			held[e.info.Clone.Dir] = true
+		}
+	}
+	dirs, _ := os.ReadDir(filepath.Join(s.cfg.StateDir, handbacks))
+	for _, d := range dirs {
+		dir := filepath.Join(s.cfg.StateDir, handbacks, d.Name())
+		if held[dir] {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "copy")); err != nil {
+			continue // handed back; what is left is its conflicts and report
+		}
+		rep, err := workspace.Handback(s.life, dir)
+		if err != nil {
+			s.log.Warn("a clone left by a previous daemon cannot be handed back; it is kept", "dir", dir, "err", err)
+			continue
+		}
+		s.log.Warn("a clone left by a previous daemon was handed back", "dir", dir, "parent", rep.Parent,
+			"taken", len(rep.Taken), "conflicts", len(rep.Conflicts))
+		if len(rep.Conflicts) == 0 {
+			os.RemoveAll(dir)
+		}
+	}
 }
 
 // handBackEnded hands back the workspace of an isolated child whose kernel ended with a

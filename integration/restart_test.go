@@ -147,7 +147,6 @@ func TestDaemonRestart(t *testing.T) {
 		sessions = append(sessions, opened{kind, s.ID, r.End.Job, ids})
 	}
 
-
 	// A job that goes quiet: its no-output timeout kills it after the restart too.
 	quiet, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker", BlockingBudget: "300ms", NoOutputTimeout: "3s"})
 	if err != nil {
@@ -170,6 +169,12 @@ func TestDaemonRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	orphan, err := c.Spawn(ctx, gone.ID, api.SpawnRequest{Name: "orphan", Workspace: orchestrator.Isolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A child started with a script, not collected when the daemon dies.
+	scripted, err := c.Spawn(ctx, sessions[0].id, api.SpawnRequest{Name: "scripted", Workspace: orchestrator.Isolated,
+		Script: "echo from the scripted child > scripted.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +238,11 @@ func TestDaemonRestart(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(ws, "orphan.txt")); err != nil || string(b) != "from the orphan\n" {
 		t.Errorf("the orphaned child's file: %q %v", b, err)
 	}
-	for _, id := range []string{child.ID, orphan.ID} {
+	// The scripted child's kernel ended with the daemon; its clone was handed back.
+	if b, err := os.ReadFile(filepath.Join(ws, "scripted.txt")); err != nil || string(b) != "from the scripted child\n" {
+		t.Errorf("the scripted child's file: %q %v", b, err)
+	}
+	for _, id := range []string{child.ID, orphan.ID, scripted.ID} {
 		if ids := containersOf("docker", id); len(ids) != 0 {
 			t.Errorf("child %s: containers left %v", id, ids)
 		}

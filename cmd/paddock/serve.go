@@ -54,6 +54,7 @@ of any other uid is refused. Each session is opened with the settings of its wor
 			if err != nil {
 				return err
 			}
+			reapAtStart(cmd.Context(), log)
 			l, err := daemon.Listen(socket, log)
 			if err != nil {
 				srv.Close()
@@ -250,4 +251,28 @@ func recoverSession(ctx context.Context, s api.Session) string {
 		return fmt.Sprintf("its kernel cannot be taken up again; removing its %d containers failed: %v", len(ids), oneLine(err))
 	}
 	return fmt.Sprintf("its kernel cannot be taken up again; its %d container(s) removed", n)
+}
+
+// reapAtStart removes the containers of host processes that died (a killed daemon's
+// children, say), once the sessions it can take up again were: those wait while their state
+// directory is there. An engine that does not answer is skipped.
+func reapAtStart(ctx context.Context, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if cli, err := docker.Connect(ctx); err == nil {
+		if n, err := docker.Reap(ctx, cli); err != nil {
+			log.Warn("reaper", "engine", "docker", "err", err)
+		} else if n > 0 {
+			log.Info("reaper removed the containers of host processes that died", "engine", "docker", "count", n)
+		}
+		cli.Close()
+	}
+	if cli, err := containerd.Connect(ctx, os.Getenv("PADDOCK_CONTAINERD_ADDRESS")); err == nil {
+		if n, err := containerd.Reap(ctx, cli); err != nil {
+			log.Warn("reaper", "engine", "containerd", "err", err)
+		} else if n > 0 {
+			log.Info("reaper removed the containers of host processes that died", "engine", "containerd", "count", n)
+		}
+		cli.Close()
+	}
 }
