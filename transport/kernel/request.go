@@ -72,7 +72,7 @@ func decide(line wire.Line) decision {
 		return decision{verdict: answer, frame: f}
 	case f.Event == wire.EventReply:
 		return decision{verdict: ignore, reason: "reply without an id"}
-	case f.Event == wire.EventAck:
+	case f.Event == wire.EventAck && f.ID == "":
 		return decision{verdict: acknowledge, frame: f}
 	case f.ID == "":
 		return decision{verdict: ignore, reason: "frame " + strconv.Quote(f.Event) + " without an id"}

@@ -218,6 +218,7 @@ func FuzzRequestLine(f *testing.F) {
 		`{"event":"request","id":"a","type":"nope"}` + "\n" + `{"id":"b",`,
 		`{"event":"request","id":"x","type":"ping","body":"` + strings.Repeat("A", 100) + `"}`,
 		"\xff\xfe{\"id\":\"u\"}",
+		`{"event":"ack","body":{"seq":3,"done":["2"]}}` + "\n" + `{"event":"ack","id":"k","body":{"seq":1}}`,
 	} {
 		f.Add([]byte(s))
 	}
