@@ -347,21 +347,30 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) jobOf(w http.ResponseWriter, r *http.Request) (*entry, *orchestrator.Job) {
-	e := s.entry(w, r)
+// jobOf finds a request's job: a live one of the session, or the record of one that ended
+// before this daemon took the session up (past).
+func (s *Server) jobOf(w http.ResponseWriter, r *http.Request) (e *entry, j *orchestrator.Job, past *api.Job) {
+	e = s.entry(w, r)
 	if e == nil {
-		return nil, nil
+		return nil, nil, nil
+	}
+	id := r.PathValue("job")
+	e.mu.Lock()
+	rec, ok := e.past[id]
+	e.mu.Unlock()
+	if ok {
+		return e, nil, &rec
 	}
 	if e.s == nil {
 		writeErr(w, &stateError{ID: e.info.ID})
-		return nil, nil
+		return nil, nil, nil
 	}
-	j, err := e.s.Job(r.PathValue("job"))
+	j, err := e.s.Job(id)
 	if err != nil {
 		writeErr(w, err)
-		return nil, nil
+		return nil, nil, nil
 	}
-	return e, j
+	return e, j, nil
 }
 
 func (e *entry) describeJob(j *orchestrator.Job) api.Job {
@@ -371,7 +380,10 @@ func (e *entry) describeJob(j *orchestrator.Job) api.Job {
 }
 
 func (s *Server) job(w http.ResponseWriter, r *http.Request) {
-	if e, j := s.jobOf(w, r); j != nil {
+	switch e, j, past := s.jobOf(w, r); {
+	case past != nil:
+		writeJSON(w, 200, past)
+	case j != nil:
 		writeJSON(w, 200, e.describeJob(j))
 	}
 }
@@ -379,7 +391,11 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 // waitJob waits for a job's end, at most ?timeout= (a duration; default: until it ends or
 // the client goes): the job as it is then.
 func (s *Server) waitJob(w http.ResponseWriter, r *http.Request) {
-	e, j := s.jobOf(w, r)
+	e, j, past := s.jobOf(w, r)
+	if past != nil {
+		writeJSON(w, 200, past)
+		return
+	}
 	if j == nil {
 		return
 	}
@@ -406,8 +422,12 @@ func (s *Server) waitJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, e.describeJob(j))
 }
 
+// killJob kills a live job; an ended one is left as it ended.
 func (s *Server) killJob(w http.ResponseWriter, r *http.Request) {
-	if e, j := s.jobOf(w, r); j != nil {
+	switch e, j, past := s.jobOf(w, r); {
+	case past != nil:
+		writeJSON(w, 200, past)
+	case j != nil:
 		j.Kill()
 		writeJSON(w, 200, e.describeJob(j))
 	}

@@ -96,6 +96,7 @@ type entry struct {
 	mu        sync.Mutex
 	info      api.Session          // guarded by mu
 	states    map[string]storedJob // guarded by mu: where each detached job is
+	past      map[string]api.Job   // guarded by mu: jobs that ended before this daemon took the session up
 	gone      bool                 // guarded by mu: closed; its state directory goes
 	children  []string             // guarded by mu
 	artifacts map[string]string    // guarded by mu: job id -> artifact file
@@ -510,6 +511,12 @@ func (s *Server) takeUp(ctx context.Context, e *entry, st stored, open func(tran
 	}
 	e.info = info
 	e.children = slices.Clone(info.Children)
+	e.past = map[string]api.Job{}
+	for _, j := range info.Jobs {
+		if j.Done {
+			e.past[j.ID] = j
+		}
+	}
 	sess, err := open(k, restores)
 	if err != nil {
 		k.Kill()
@@ -710,6 +717,11 @@ func (s *Server) describe(e *entry) api.Session {
 	if e.s != nil {
 		info.Spawned = e.s.SpawnedChildren()
 		info.Jobs = nil
+		e.mu.Lock()
+		for _, j := range e.past {
+			info.Jobs = append(info.Jobs, j)
+		}
+		e.mu.Unlock()
 		for _, j := range e.s.Jobs() {
 			info.Jobs = append(info.Jobs, describeJob(j, arts))
 		}

@@ -118,7 +118,7 @@ func TestDaemonRestart(t *testing.T) {
 		}
 		return ids
 	}
-	const n = 60
+	const n = 200 // 10 s of output: the jobs run across the restart
 	var want strings.Builder
 	want.WriteString("start\n")
 	for i := 1; i <= n; i++ {
@@ -147,14 +147,13 @@ func TestDaemonRestart(t *testing.T) {
 		sessions = append(sessions, opened{kind, s.ID, r.End.Job, ids})
 	}
 
-	// A job that goes quiet: its no-output timeout kills it after the restart too.
-	quiet, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker", BlockingBudget: "300ms", NoOutputTimeout: "3s"})
-	if err != nil {
-		t.Fatal(err)
+	// A job of the Docker session that ended before the kill is still answered for after it.
+	early, err := c.Bash(ctx, sessions[0].id, api.BashRequest{Script: "echo early; sleep 0.5"})
+	if err != nil || early.End.Kind != orchestrator.Detached {
+		t.Fatalf("%v %+v", err, early)
 	}
-	qr, err := c.Bash(ctx, quiet.ID, api.BashRequest{Script: "echo start; sleep 600"})
-	if err != nil || qr.End.Kind != orchestrator.Detached {
-		t.Fatalf("%v %+v", err, qr)
+	if _, err := c.Wait(ctx, sessions[0].id, early.End.Job, ""); err != nil {
+		t.Fatal(err)
 	}
 	// A third session, whose container goes while no daemon runs.
 	gone, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker"})
@@ -184,6 +183,16 @@ func TestDaemonRestart(t *testing.T) {
 		}
 	}
 
+	// Last before the kill, a job that goes quiet: its no-output timeout kills it after
+	// the restart.
+	quiet, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker", BlockingBudget: "300ms", NoOutputTimeout: "5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qr, err := c.Bash(ctx, quiet.ID, api.BashRequest{Script: "echo start; sleep 600"})
+	if err != nil || qr.End.Kind != orchestrator.Detached {
+		t.Fatalf("%v %+v", err, qr)
+	}
 	first.Process.Signal(syscall.SIGKILL)
 	<-firstDone
 	if n, err := docker.RemoveSession(ctx, cli, gone.ID); err != nil || n != 1 {
@@ -199,6 +208,16 @@ func TestDaemonRestart(t *testing.T) {
 	got := map[string]api.Session{}
 	for _, s := range list {
 		got[s.ID] = s
+	}
+	if j, err := c.Wait(ctx, sessions[0].id, early.End.Job, ""); err != nil || !j.Done || j.Result.End.Kind != orchestrator.Finished ||
+		j.Result.Steps[0].Stdout.Text != "early\n" {
+		t.Errorf("the job that ended before the restart: %v %+v", err, j)
+	}
+	if jobs := got[sessions[0].id].Jobs; len(jobs) != 2 {
+		t.Errorf("the Docker session's jobs after the restart: %+v", jobs)
+	}
+	if jobs := got[quiet.ID].Jobs; len(jobs) != 1 || jobs[0].Done {
+		t.Errorf("the quiet job at the restart: %+v", jobs)
 	}
 	if j, err := c.Wait(ctx, quiet.ID, qr.End.Job, ""); err != nil || j.Result.End.Kind != orchestrator.Killed {
 		t.Errorf("the quiet job after the restart: %v %+v", err, j.Result)
@@ -257,6 +276,9 @@ func TestDaemonRestart(t *testing.T) {
 		}
 		if ids := containersOf(o.kind, o.id); !slices.Equal(ids, o.containers) {
 			t.Errorf("%s session: containers %v, before the restart %v", o.kind, ids, o.containers)
+		}
+		if jobs := s.Jobs; len(jobs) == 0 || jobs[0].ID != o.job || jobs[0].Done {
+			t.Errorf("%s: the job at the restart: %+v", o.kind, jobs)
 		}
 		job, err := c.Wait(ctx, o.id, o.job, "")
 		if err != nil {
