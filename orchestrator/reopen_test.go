@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -336,5 +337,86 @@ func TestReopenKillsOrphans(t *testing.T) {
 	}
 	if r, err := s2.Bash(ctx, "echo new"); err != nil || r.Steps[0].Stdout.Text != "new\n" {
 		t.Errorf("a new step: %v %+v", err, r)
+	}
+}
+
+// A job whose output outgrows what the kernel keeps: the host dies while the job writes
+// about 90 MB; the kernel holds what was not acknowledged (its writers waiting at the bound)
+// and no more than its bound of what was; the new host takes the rest from the artifact.
+// The artifact and the step's window each hold the whole output, once, in order.
+//
+// law: job_no_silent_loss
+func TestReopenBigOutput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("90 MB through a kernel twice: skipped with -short")
+	}
+	ctx := context.Background()
+	ws := t.TempDir()
+	lt := &listenTransport{}
+	cfg := listenConfig(t, lt, ws)
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 12_000_000
+	art := filepath.Join(t.TempDir(), "job.out")
+	res, err := s.Run(ctx, Call{Script: fmt.Sprintf("seq 1 %d", n), Budget: 50 * time.Millisecond, Artifact: art})
+	if err != nil || res.End.Kind != Detached {
+		t.Fatalf("%v %+v", err, res.End)
+	}
+	j, _ := s.Job(res.End.Job)
+	var mu sync.Mutex
+	var dead bool
+	var js JobState
+	j.Persist(func(st JobState) {
+		mu.Lock()
+		if !dead {
+			js = st
+		}
+		mu.Unlock()
+	})
+	// Cut once the acknowledged output is past the kernel's bound of what it keeps.
+	for {
+		if fi, err := os.Stat(art); err == nil && fi.Size() > 70<<20 {
+			break
+		}
+		select {
+		case <-j.Done():
+			t.Fatal("the job ended before the host died")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	mu.Lock()
+	dead = true
+	mu.Unlock()
+	cut(s)
+	k, err := lt.Reattach(ctx, transport.Spec{Listen: cfg.Listen, Key: cfg.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := k.(transport.Resuming).Resume(); len(r.Execs) != 1 || r.Execs[0].Skipped == 0 {
+		t.Errorf("the kernel kept all of it: %+v", r.Execs)
+	}
+	s2, err := Reopen(ctx, cfg, k, []Restore{{State: js}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	j2, _ := s2.Job(js.ID)
+	end, err := j2.Wait(ctx)
+	if err != nil || end.End.Kind != Finished {
+		t.Fatalf("%v %+v", err, end)
+	}
+	var want strings.Builder
+	for i := 1; i <= n; i++ {
+		want.WriteString(strconv.Itoa(i))
+		want.WriteByte('\n')
+	}
+	b, err := os.ReadFile(art)
+	if err != nil || string(b) != want.String() {
+		t.Errorf("the artifact: %d bytes of %d (%v)", len(b), want.Len(), err)
+	}
+	if out := end.Steps[0].Stdout; out.Text != want.String() || out.DroppedBytes != 0 {
+		t.Errorf("the window: %d bytes of %d, %d dropped", len(out.Text), want.Len(), out.DroppedBytes)
 	}
 }
