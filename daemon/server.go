@@ -87,11 +87,16 @@ type entry struct {
 
 	calls atomic.Int64
 
+	isScripted bool // a scripted child's record
+
 	// req and key, for a session whose kernel listens (a container's), let a new daemon
 	// reopen it after this one died.
 	req   *api.OpenRequest
 	spawn *api.SpawnRequest // a child's
 	key   string
+	// scripted are the children the session's scripts started, kept for a new daemon (see
+	// keeper): each an entry used only for its state file.
+	scripted map[string]*entry // guarded by mu
 
 	mu        sync.Mutex
 	info      api.Session          // guarded by mu
@@ -187,6 +192,9 @@ type stored struct {
 	// Request (a child: Spawn) and Key reopen a session whose kernel listens (listenDir).
 	Request *api.OpenRequest     `json:"request,omitempty"`
 	Spawn   *api.SpawnRequest    `json:"spawn,omitempty"`
+	// Scripted: a child a script started (session.spawn, or a spawn with a script); it
+	// is no session of the daemon's, but its parent's to collect.
+	Scripted bool `json:"scripted,omitempty"`
 	Key     string               `json:"key,omitempty"`
 	Jobs    map[string]storedJob `json:"jobs,omitempty"`
 }
@@ -269,7 +277,7 @@ func (e *entry) save() error {
 	if e.gone {
 		return nil
 	}
-	b, err := json.MarshalIndent(stored{Session: e.info, Request: e.req, Spawn: e.spawn, Key: e.key, Jobs: e.states}, "", "  ")
+	b, err := json.MarshalIndent(stored{Session: e.info, Request: e.req, Spawn: e.spawn, Key: e.key, Jobs: e.states, Scripted: e.isScripted}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -315,6 +323,19 @@ func (s *Server) recover() {
 	sort.SliceStable(all, func(a, b int) bool { return all[a].depth < all[b].depth })
 	for _, f := range all {
 		dir, st := f.dir, f.st
+		if st.Scripted {
+			parent := s.sessions[st.Session.Parent]
+			err := errors.New("its parent was not taken up again")
+			if parent != nil && parent.s != nil && st.Spawn != nil {
+				err = s.reopenScripted(parent, dir, st)
+			}
+			if err != nil {
+				// Its clone is handed back below, its container reaped at the start.
+				s.log.Warn("a scripted child of a previous daemon cannot be taken up", "child", st.Session.ID, "err", err)
+				os.RemoveAll(dir)
+			}
+			continue
+		}
 		if st.Session.State == api.Open && st.Key != "" {
 			var e *entry
 			var err error
@@ -373,6 +394,11 @@ func (s *Server) handBackLeft() {
 	for _, e := range s.sessions {
 		if e.s != nil && e.info.Clone != nil {
 			held[e.info.Clone.Dir] = true
+		}
+		for _, k := range e.scripted {
+			if k.info.Clone != nil {
+				held[k.info.Clone.Dir] = true
+			}
 		}
 	}
 	dirs, _ := os.ReadDir(filepath.Join(s.cfg.StateDir, handbacks))
@@ -435,8 +461,11 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	cfg.ID, cfg.StateDir, cfg.Log = info.ID, dir, s.log
 	cfg.ChildDirs = filepath.Join(s.cfg.StateDir, handbacks)
 	cfg.Listen, cfg.Key = filepath.Join(dir, listenDir), st.Key
+	kp := &keeper{s: s, listen: true}
+	cfg.Keeper = kp
 	e := &entry{cfg: cfg, hub: newHub(info.ID), dir: dir, noOT: o.NoOutputTimeout, release: o.Release,
 		req: st.Request, key: st.Key, artifacts: map[string]string{}, states: map[string]storedJob{}}
+	kp.e.Store(e)
 	err = s.takeUp(ctx, e, st, func(k transport.Kernel, jobs []orchestrator.Restore) (*orchestrator.Session, error) {
 		return orchestrator.Reopen(ctx, cfg, k, jobs)
 	})
@@ -575,6 +604,135 @@ func (s *Server) persist(e *entry, j *orchestrator.Job) {
 	})
 }
 
+// keeper keeps a root session's scripted children in state files of their own (the
+// directory a child's kernel listens in is beside its file), so that a new daemon takes
+// them up under the reopened session, to be collected as before.
+type keeper struct {
+	s      *Server
+	e      atomic.Pointer[entry] // the session, once made
+	listen bool                  // the session's kernel listens; else only Collected acts
+}
+
+func (k *keeper) Prepare(cc *orchestrator.ChildConfig) error {
+	if !k.listen {
+		return nil
+	}
+	cc.ID = newID()
+	dir := k.s.sessionDir(cc.ID)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	cc.Listen, cc.Key = filepath.Join(dir, listenDir), newID()+newID()
+	return nil
+}
+
+func (k *keeper) Started(c *orchestrator.Session, cc orchestrator.ChildConfig, script string, j *orchestrator.Job) {
+	parent := k.e.Load()
+	if parent == nil || !k.listen {
+		return
+	}
+	mode := cc.Workspace
+	if mode == "" {
+		mode = orchestrator.Shared
+	}
+	parent.mu.Lock()
+	info := parent.info
+	parent.mu.Unlock()
+	rec := &entry{dir: k.s.sessionDir(c.ID()), key: cc.Key, isScripted: true,
+		spawn: &api.SpawnRequest{Name: cc.Name, Workspace: cc.Workspace, Env: cc.Env, Script: script}}
+	rec.info = api.Session{ID: c.ID(), State: api.Open, Workspace: c.Workspace(), Transport: info.Transport,
+		Parent: info.ID, Name: cc.Name, Mode: mode, Created: time.Now().UTC(), Clone: c.CloneReport(),
+		Jobs: []api.Job{{ID: j.ID(), Script: script}}}
+	parent.mu.Lock()
+	if parent.scripted == nil {
+		parent.scripted = map[string]*entry{}
+	}
+	parent.scripted[c.ID()] = rec
+	parent.mu.Unlock()
+	if err := rec.save(); err != nil {
+		k.s.log.Warn("scripted child's state file", "child", c.ID(), "error", err)
+	}
+	k.s.persist(rec, j)
+}
+
+func (k *keeper) Ended(rep orchestrator.Collected) {
+	k.s.dropClean(rep.Handback)
+	parent := k.e.Load()
+	if parent == nil {
+		return
+	}
+	parent.mu.Lock()
+	rec := parent.scripted[rep.Child]
+	delete(parent.scripted, rep.Child)
+	parent.mu.Unlock()
+	if rec != nil {
+		rec.forget()
+	}
+}
+
+// dropClean removes the directory of a hand-back in which nothing conflicted: it keeps
+// nothing.
+func (s *Server) dropClean(h *workspace.Report) {
+	if h != nil && len(h.Conflicts) == 0 && strings.HasPrefix(h.Dir, filepath.Join(s.cfg.StateDir, handbacks)+"/") {
+		os.RemoveAll(h.Dir)
+	}
+}
+
+// forget ends a record: its file goes, and nothing is saved any more.
+func (e *entry) forget() {
+	e.mu.Lock()
+	e.gone = true
+	e.mu.Unlock()
+	os.RemoveAll(e.dir)
+}
+
+// reopenScripted takes up a child a script of parent started under a previous daemon.
+func (s *Server) reopenScripted(parent *entry, dir string, st stored) error {
+	ctx, cancel := context.WithTimeout(s.life, 60*time.Second)
+	defer cancel()
+	info := st.Session
+	ra, ok := parent.cfg.Transport.(transport.Reattacher)
+	if !ok || len(info.Jobs) != 1 {
+		return fmt.Errorf("a scripted child of %s cannot be taken up", parent.info.ID)
+	}
+	k, err := ra.Reattach(ctx, transport.Spec{Session: info.ID, Listen: filepath.Join(dir, listenDir), Key: st.Key})
+	if err != nil {
+		return err
+	}
+	id := info.Jobs[0].ID
+	rec := st.Jobs[id]
+	js := rec.State
+	if !js.Ended {
+		if js.Done, err = readSteps(stepsFile(dir, id), rec.Steps); err != nil {
+			k.Kill()
+			return err
+		}
+	}
+	if js.ID == "" {
+		// The daemon died as the script started, before its place was saved: whether its
+		// first step ran is not known, so it is not run again.
+		js = orchestrator.JobState{ID: id, Script: info.Jobs[0].Script, Ended: true, Result: &orchestrator.Result{
+			End: orchestrator.End{Kind: orchestrator.Failed, Status: 1, Job: id, Message: "the daemon stopped as the script started; it was not run again"}}}
+	}
+	cc := orchestrator.ChildConfig{Name: info.Name, Workspace: info.Mode, Env: st.Spawn.Env, ID: info.ID,
+		Listen: filepath.Join(dir, listenDir), Key: st.Key}
+	_, j, err := parent.s.ReopenRun(ctx, cc, info.Clone, k, orchestrator.Restore{State: js})
+	if err != nil {
+		k.Kill()
+		return err
+	}
+	e := &entry{dir: dir, key: st.Key, isScripted: true, spawn: st.Spawn, info: info,
+		states: map[string]storedJob{id: rec}}
+	parent.mu.Lock()
+	if parent.scripted == nil {
+		parent.scripted = map[string]*entry{}
+	}
+	parent.scripted[info.ID] = e
+	parent.mu.Unlock()
+	s.persist(e, j)
+	return nil
+}
+
 // open opens a root session, or (parent set) spawns a child.
 func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) {
 	if req.Workspace == "" {
@@ -599,9 +757,12 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 	cfg.ChildDirs = filepath.Join(s.cfg.StateDir, handbacks)
 	cfg.Log = s.log
 	var stored *api.OpenRequest
+	kp := &keeper{s: s}
+	cfg.Keeper = kp
 	if _, ok := cfg.Transport.(transport.Reattacher); ok {
 		// The kernel listens, and outlives this daemon: a new one reopens the session.
 		cfg.Listen, cfg.Key = filepath.Join(dir, listenDir), newID()+newID()
+		kp.listen = true
 		stored = &req
 	}
 	sess, err := orchestrator.Open(ctx, cfg)
@@ -614,6 +775,7 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 	}
 	e := &entry{s: sess, cfg: cfg, hub: newHub(id), dir: dir, noOT: o.NoOutputTimeout, release: o.Release,
 		req: stored, key: cfg.Key, artifacts: map[string]string{}}
+	kp.e.Store(e)
 	e.info = api.Session{ID: id, State: api.Open, Workspace: sess.Workspace(), Transport: o.Transport,
 		Created: time.Now().UTC(), BlockingBudget: cfg.Budget.String(), Warnings: o.Warnings}
 	if o.NoOutputTimeout > 0 {
@@ -781,15 +943,20 @@ func (s *Server) closeSession(id string) (api.Session, error) {
 		if err := e.close(); err != nil {
 			errs = append(errs, err)
 		}
+		e.mu.Lock()
+		scripted := e.scripted
+		e.scripted = nil
+		e.mu.Unlock()
+		for _, k := range scripted {
+			k.forget() // closed with their parent, and handed back
+		}
 		if info.Mode == orchestrator.Isolated {
 			s.metrics.add(func(m *metrics) { m.handback.observe(time.Since(t0)) })
 		}
 		info.Handback = e.s.Handback()
 		s.metrics.add(func(m *metrics) { m.open--; m.closed++ })
 	}
-	if h := info.Handback; h != nil && len(h.Conflicts) == 0 && strings.HasPrefix(h.Dir, filepath.Join(s.cfg.StateDir, handbacks)+"/") {
-		os.RemoveAll(h.Dir) // nothing kept there: every change was taken
-	}
+	s.dropClean(info.Handback)
 	if info.State == api.Open {
 		info.State = api.Closed
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
@@ -197,5 +198,48 @@ func TestConflictsOutliveTheParent(t *testing.T) {
 	saved := filepath.Join(k.Handback.Dir, k.Handback.Conflicts[0].Saved)
 	if b, err := os.ReadFile(saved); err != nil || string(b) != "child\n" {
 		t.Errorf("the child's version after its parent closed: %q %v", b, err)
+	}
+}
+
+// Children started with a script leave nothing in the state directory once handed back:
+// one collected, one closed with its parent (its changes taken all the same).
+func TestScriptedChildrenLeaveNothing(t *testing.T) {
+	d := startDaemon(t, daemonOptions{})
+	ctx := context.Background()
+	ws := t.TempDir()
+	s, err := d.c.Open(ctx, api.OpenRequest{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []string
+	for _, name := range []string{"a", "b"} {
+		k, err := d.c.Spawn(ctx, s.ID, api.SpawnRequest{Name: name, Workspace: orchestrator.Isolated, Script: "echo " + name + " > " + name + ".txt"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kids = append(kids, k.ID)
+	}
+	if c, err := d.c.Collect(ctx, s.ID, kids[0], ""); err != nil || c.Handback == nil || len(c.Handback.Taken) != 1 {
+		t.Fatalf("%v %+v", err, c)
+	}
+	for done := false; !done; time.Sleep(10 * time.Millisecond) { // b's script has ended
+		info, err := d.c.Session(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sp := range info.Spawned {
+			done = done || (sp.ID == kids[1] && sp.Done)
+		}
+	}
+	if _, err := d.c.CloseSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"a.txt", "b.txt"} {
+		if _, err := os.Stat(filepath.Join(ws, f)); err != nil {
+			t.Errorf("%s not handed back: %v", f, err)
+		}
+	}
+	if left, _ := os.ReadDir(filepath.Join(d.state, "handbacks")); len(left) != 0 {
+		t.Errorf("left in handbacks/: %v", left)
 	}
 }

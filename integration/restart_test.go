@@ -171,9 +171,9 @@ func TestDaemonRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A child started with a script, not collected when the daemon dies.
+	// A child started with a script that runs across the restart.
 	scripted, err := c.Spawn(ctx, sessions[0].id, api.SpawnRequest{Name: "scripted", Workspace: orchestrator.Isolated,
-		Script: "echo from the scripted child > scripted.txt"})
+		Script: "echo from the scripted child > scripted.txt; sleep 4; echo done"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,19 @@ func TestDaemonRestart(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(ws, "orphan.txt")); err != nil || string(b) != "from the orphan\n" {
 		t.Errorf("the orphaned child's file: %q %v", b, err)
 	}
-	// The scripted child's kernel ended with the daemon; its clone was handed back.
+	// The scripted child is taken up too: collected as if this daemon had started it, its
+	// script ended, its file handed back.
+	if _, err := os.Stat(filepath.Join(ws, "scripted.txt")); !os.IsNotExist(err) {
+		t.Errorf("the scripted child's file is in the workspace before its collection: %v", err)
+	}
+	if sp := got[sessions[0].id].Spawned; len(sp) != 1 || sp[0].ID != scripted.ID || sp[0].Done {
+		t.Errorf("the scripted child at the restart: %+v", sp)
+	}
+	col, err := c.Collect(ctx, sessions[0].id, scripted.ID, "")
+	if err != nil || !col.Done || col.Result == nil || col.Result.End.Kind != orchestrator.Finished || len(col.Result.Steps) != 3 ||
+		col.Result.Steps[2].Stdout.Text != "done\n" || col.Handback == nil || len(col.Handback.Taken) != 1 {
+		t.Errorf("the scripted child collected after the restart: %v %+v", err, col)
+	}
 	if b, err := os.ReadFile(filepath.Join(ws, "scripted.txt")); err != nil || string(b) != "from the scripted child\n" {
 		t.Errorf("the scripted child's file: %q %v", b, err)
 	}
@@ -308,13 +320,15 @@ func TestDaemonRestart(t *testing.T) {
 			t.Errorf("%s session: containers left after close %v", o.kind, ids)
 		}
 	}
+	// Closed, every session leaves nothing in the state directory: no session's files, no
+	// clone (a clean hand-back keeps nothing).
+	for _, sub := range []string{"sessions", "handbacks"} {
+		if left, _ := os.ReadDir(filepath.Join(state, sub)); len(left) != 0 {
+			t.Errorf("%s left in the state directory: %v", sub, left)
+		}
+	}
 }
 
-// A listening kernel runs as the container's user: a numeric one gets the listening
-// directory as its own (this process being root), and a session on it is reattached; a
-// user named, which only the image can resolve, cannot be given the directory, and the
-// kernel then serves its standard streams: the session runs, it only does not outlive
-// its host.
 func TestListenAsContainerUser(t *testing.T) {
 	if os.Getuid() != 0 {
 		needPeer(t, "giving the listening directory to another uid needs root")

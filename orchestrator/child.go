@@ -90,6 +90,7 @@ func (s *Session) childConfig(ctx context.Context, cc ChildConfig, clone *worksp
 	cfg.Env = mergeEnv(s.cfg.Env, cc.Env)
 	cfg.Policy.Context = nil // judged on the child's own workspace
 	cfg.Listen, cfg.Key = cc.Listen, cc.Key
+	cfg.Keeper = nil
 	ch := &child{}
 	switch cc.Workspace {
 	case "", Shared:

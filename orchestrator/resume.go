@@ -68,7 +68,9 @@ func (j *Job) Persist(save func(JobState)) {
 	j.persist = save
 	st := j.state
 	j.mu.Unlock()
-	save(st)
+	if st.ID != "" { // else the job has not reached its first step: that saves it
+		save(st)
+	}
 }
 
 // checkpoint records the job's state, has it saved, and only then lets the kernel forget

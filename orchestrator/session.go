@@ -57,6 +57,9 @@ type Config struct {
 	StateDir string
 	// ChildDirs is where isolated children's clones are made; "": StateDir.
 	ChildDirs string
+	// Keeper, when set, keeps the children the session's scripts start (a child's own
+	// scripts' children are not kept).
+	Keeper Keeper
 	// Log receives diagnostics; nil discards them.
 	Log *slog.Logger
 	// Listen, when set, starts the kernel listening in this private host directory, with
@@ -281,9 +284,12 @@ func (s *Session) Close() error {
 	s.kids.mu.Lock()
 	kids := s.kids.all
 	s.kids.mu.Unlock()
-	for _, k := range kids {
+	for id, k := range kids {
 		k.job.Kill()
 		k.s.Close()
+		if kp := s.cfg.Keeper; kp != nil {
+			kp.Ended(Collected{Child: id, Name: k.s.name, Done: true, Result: k.job.Result(), Handback: k.s.Handback()})
+		}
 	}
 	s.end()
 	s.wg.Wait()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/workspace"
 )
 
@@ -58,8 +59,24 @@ type children struct {
 	all map[string]*childRun // guarded by mu
 }
 
+// Keeper keeps the children a session's scripts start, so that a host that dies can take
+// them up again (ReopenRun): Prepare names a child and where its kernel listens before it
+// starts; Started hands over the child and its job once started (Persist the job to keep
+// its place); Ended gives the child's report once it was closed and handed back (collected,
+// or closed with the session).
+type Keeper interface {
+	Prepare(cc *ChildConfig) error
+	Started(child *Session, cc ChildConfig, script string, job *Job)
+	Ended(rep Collected)
+}
+
 // SpawnRun spawns a child and starts its script as a job.
 func (s *Session) SpawnRun(ctx context.Context, cc ChildConfig, scriptSrc string) (string, error) {
+	if k := s.cfg.Keeper; k != nil {
+		if err := k.Prepare(&cc); err != nil {
+			return "", err
+		}
+	}
 	c, err := s.Spawn(ctx, cc)
 	if err != nil {
 		return "", err
@@ -69,13 +86,48 @@ func (s *Session) SpawnRun(ctx context.Context, cc ChildConfig, scriptSrc string
 		c.Close()
 		return "", err
 	}
+	s.addKid(c, j)
+	if k := s.cfg.Keeper; k != nil {
+		k.Started(c, cc, scriptSrc, j)
+	}
+	return c.id, nil
+}
+
+func (s *Session) addKid(c *Session, j *Job) {
 	s.kids.mu.Lock()
 	if s.kids.all == nil {
 		s.kids.all = map[string]*childRun{}
 	}
 	s.kids.all[c.id] = &childRun{s: c, job: j}
 	s.kids.mu.Unlock()
-	return c.id, nil
+}
+
+// ReopenRun takes up a child an earlier host's SpawnRun started, whose kernel listened, as
+// ReopenChild does, with its job: the child is collected as if this host had started it. A
+// job that ended before is settled with the end its state recorded.
+func (s *Session) ReopenRun(ctx context.Context, cc ChildConfig, clone *workspace.CloneReport, k transport.Kernel, job Restore) (*Session, *Job, error) {
+	c, err := s.ReopenChild(ctx, cc, clone, k, []Restore{job})
+	if err != nil {
+		return nil, nil, err
+	}
+	j, err := c.Job(job.State.ID)
+	if err != nil {
+		js := job.State
+		res := js.Result
+		if res == nil {
+			res = &Result{End: End{Kind: Failed, Status: 1, Job: js.ID, Message: "its end was not recorded"}}
+		}
+		j = &Job{id: js.ID, script: js.Script, done: make(chan struct{}), start: js.Started}
+		j.finish(res, nil)
+		c.jobs.mu.Lock()
+		if c.jobs.all == nil {
+			c.jobs.all = map[string]*Job{}
+		}
+		c.jobs.all[j.id] = j
+		c.jobs.mu.Unlock()
+	}
+	s.addKid(c, j)
+	return c, j, nil
 }
 
 // Collect waits for a child started by SpawnRun (at most timeout; 0: to its end), then
@@ -109,6 +161,9 @@ func (s *Session) Collect(ctx context.Context, id string, timeout time.Duration)
 			cr.rep.Error = err.Error()
 		}
 		cr.rep.Handback = cr.s.Handback()
+		if k := s.cfg.Keeper; k != nil {
+			k.Ended(cr.rep)
+		}
 	})
 	return cr.rep, nil
 }
