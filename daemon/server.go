@@ -190,13 +190,13 @@ const stateFile = "session.json"
 type stored struct {
 	Session api.Session `json:"session"`
 	// Request (a child: Spawn) and Key reopen a session whose kernel listens (listenDir).
-	Request *api.OpenRequest     `json:"request,omitempty"`
-	Spawn   *api.SpawnRequest    `json:"spawn,omitempty"`
+	Request *api.OpenRequest  `json:"request,omitempty"`
+	Spawn   *api.SpawnRequest `json:"spawn,omitempty"`
 	// Scripted: a child a script started (session.spawn, or a spawn with a script); it
 	// is no session of the daemon's, but its parent's to collect.
-	Scripted bool `json:"scripted,omitempty"`
-	Key     string               `json:"key,omitempty"`
-	Jobs    map[string]storedJob `json:"jobs,omitempty"`
+	Scripted bool                 `json:"scripted,omitempty"`
+	Key      string               `json:"key,omitempty"`
+	Jobs     map[string]storedJob `json:"jobs,omitempty"`
 }
 
 // storedJob is where a detached job is. The steps it ended are not in the state file,
