@@ -447,7 +447,10 @@ func (s *Server) handBackEnded(info *api.Session) {
 func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	ctx, cancel := context.WithTimeout(s.life, 60*time.Second)
 	defer cancel()
-	o, err := s.cfg.Open(ctx, *st.Request)
+	// The session's transport is the one it ran on, whatever the settings say now.
+	req := *st.Request
+	req.Transport = st.Session.Transport
+	o, err := s.cfg.Open(ctx, req)
 	if err != nil {
 		return nil, err
 	}
