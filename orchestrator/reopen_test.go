@@ -34,6 +34,16 @@ type proc struct {
 	done chan struct{}
 }
 
+// killAll kills every kernel the transport started.
+func (t *listenTransport) killAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range t.procs {
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
 func (t *listenTransport) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
 	if err := transport.PrepareListen(spec, os.Getuid(), os.Getgid()); err != nil {
 		return nil, err
@@ -120,6 +130,7 @@ func TestReopenTakesUpJobs(t *testing.T) {
 	os.Mkdir(filepath.Join(ws, "sub"), 0o755)
 	state := t.TempDir()
 	lt := &listenTransport{}
+	t.Cleanup(lt.killAll)
 	cfg := Config{Workspace: ws, Transport: lt, Kernel: kbin, Listen: filepath.Join(state, "kernel"), Key: "k3y",
 		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws, "LC_ALL=C"}}
 	s, err := Open(ctx, cfg)
@@ -212,6 +223,7 @@ func listenConfig(t *testing.T, lt *listenTransport, ws string) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(lt.killAll) // whatever a failed test left running
 	return Config{Workspace: ws, Transport: lt, Kernel: kbin, Listen: filepath.Join(t.TempDir(), "kernel"), Key: "k3y",
 		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws, "LC_ALL=C"}}
 }
@@ -418,5 +430,68 @@ func TestReopenBigOutput(t *testing.T) {
 	}
 	if out := end.Steps[0].Stdout; out.Text != want.String() || out.DroppedBytes != 0 {
 		t.Errorf("the window: %d bytes of %d, %d dropped", len(out.Text), want.Len(), out.DroppedBytes)
+	}
+}
+
+// The host dies after its job's step named no command, and after it wrote bash's message
+// for it to the artifact, but before it saved the job's next place: the new host takes the
+// step's end again from the kernel, and the message is not written twice.
+func TestReopenAfterTheReply(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	lt := &listenTransport{}
+	cfg := listenConfig(t, lt, ws)
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	art := filepath.Join(t.TempDir(), "job.out")
+	res, err := s.Run(ctx, Call{Script: "sleep 0.3 && nosuchcommand; echo after", Budget: 100 * time.Millisecond, Artifact: art})
+	if err != nil || res.End.Kind != Detached {
+		t.Fatalf("%v %+v", err, res.End)
+	}
+	j, _ := s.Job(res.End.Job)
+	var js JobState
+	blocked, release := make(chan struct{}), make(chan struct{})
+	j.Persist(func(st JobState) {
+		if st.Exec == "" && st.Stmt == 2 { // `echo after`: the host dies as it saves this
+			close(blocked)
+			<-release
+			return
+		}
+		js = st
+	})
+	select {
+	case <-blocked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job did not reach its last step")
+	}
+	cut(s)
+	t.Cleanup(func() {
+		s.mu.Lock()
+		s.closed = true // the dead host starts no kernel of its own
+		s.mu.Unlock()
+		close(release)
+	})
+	if len(js.Running) != 1 || js.Running[0].Index != 1 {
+		t.Fatalf("the state when the host died: %+v", js)
+	}
+	k, err := lt.Reattach(ctx, transport.Spec{Listen: cfg.Listen, Key: cfg.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Reopen(ctx, cfg, k, []Restore{{State: js}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	j2, _ := s2.Job(js.ID)
+	end, err := j2.Wait(ctx)
+	if err != nil || end.End.Kind != Finished || len(end.Steps) != 3 {
+		t.Fatalf("%v %+v", err, end)
+	}
+	want := "bash: line 1: nosuchcommand: command not found\nafter\n"
+	if b, _ := os.ReadFile(art); string(b) != want {
+		t.Errorf("the artifact holds %q, want %q", b, want)
 	}
 }

@@ -359,7 +359,7 @@ func (r *runner) adopt(js JobState, h wire.HeldExec) adopted {
 			f.Close()
 		}
 	}
-	p := &call{reply: make(chan wire.Frame, 1), stream: func(step, fd int, data []byte) {
+	stream := func(step, fd int, data []byte) {
 		if step < 0 || step >= len(run.outs) || (fd != 1 && fd != 2) {
 			return
 		}
@@ -369,8 +369,11 @@ func (r *runner) adopt(js JobState, h wire.HeldExec) adopted {
 			r.call.Live(steps[step].Index, fd, data[max(0, have-pos):])
 		}
 		pos = end
-	}}
-	return adopted{running: run, p: p}
+	}
+	// The messages the host writes itself after the reply (a redirection that failed) count
+	// on from the exec's output: one an earlier host wrote is not written again.
+	run.stream = stream
+	return adopted{running: run, p: &call{reply: make(chan wire.Frame, 1), stream: stream}}
 }
 
 // goOn runs a job taken up again to its end, on the session's lifetime.
