@@ -263,3 +263,27 @@ func BenchmarkDockerReattachVsExec(b *testing.B) {
 	b.ReportMetric(float64(ex.Microseconds())/float64(b.N), "exec-µs/op")
 	b.ReportMetric(float64(ex)/float64(re), "exec/reattach")
 }
+
+// BenchmarkDockerListenReadyVsRun is BenchmarkDockerReadyVsRun with the session's kernel
+// listening (a daemon's session: ready once the kernel answered ping over its socket).
+func BenchmarkDockerListenReadyVsRun(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	args := append(append([]string{"run", "--rm"}, e.mountFlags()...), e.img, "true")
+	var ready, run time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		s, _ := e.openListening(b, ctx)
+		ready += time.Since(t0)
+		s.Close()
+		t0 = time.Now()
+		if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
+			b.Fatalf("docker run: %v: %s", err, out)
+		}
+		run += time.Since(t0)
+	}
+	b.ReportMetric(float64(ready.Milliseconds())/float64(b.N), "ready-ms/op")
+	b.ReportMetric(float64(run.Milliseconds())/float64(b.N), "run-ms/op")
+	b.ReportMetric(float64(ready)/float64(run), "ready/run")
+}

@@ -80,8 +80,8 @@ const maxResume = 64 << 10
 // the socket is not there yet, until ctx ends or ended is closed (the sandbox ended). It
 // returns the connection with the resume frame read.
 func Attach(ctx context.Context, dir, key string, ended <-chan struct{}) (*Attached, error) {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
+	// A kernel just started listens within milliseconds: look often at first, then less.
+	wait := time.Millisecond
 	for {
 		c, err := dialIn(dir, ListenSocket)
 		if err == nil {
@@ -97,8 +97,9 @@ func Attach(ctx context.Context, dir, key string, ended <-chan struct{}) (*Attac
 			return nil, fmt.Errorf("the kernel does not listen in %s: %w", dir, err)
 		case <-ended:
 			return nil, fmt.Errorf("the sandbox ended before its kernel listened: %w", ErrGone)
-		case <-tick.C:
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, 20*time.Millisecond)
 	}
 }
 
