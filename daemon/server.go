@@ -321,6 +321,15 @@ func (s *Server) recover() {
 		}
 	}
 	sort.SliceStable(all, func(a, b int) bool { return all[a].depth < all[b].depth })
+	// Clones no record holds are handed back first, before any job taken up runs: a job's
+	// script may spawn a child, whose clone in the making must not be taken for one left.
+	held := map[string]bool{}
+	for _, f := range all {
+		if c := f.st.Session.Clone; c != nil && f.st.Session.State == api.Open {
+			held[c.Dir] = true
+		}
+	}
+	s.handBackLeft(held)
 	for _, f := range all {
 		dir, st := f.dir, f.st
 		if st.Scripted {
@@ -330,8 +339,11 @@ func (s *Server) recover() {
 				err = s.reopenScripted(parent, dir, st)
 			}
 			if err != nil {
-				// Its clone is handed back below, its container reaped at the start.
+				// Its clone is handed back, its container reaped at the daemon's start.
 				s.log.Warn("a scripted child of a previous daemon cannot be taken up", "child", st.Session.ID, "err", err)
+				info := st.Session
+				s.handBackEnded(&info)
+				s.dropClean(info.Handback)
 				os.RemoveAll(dir)
 			}
 			continue
@@ -383,24 +395,12 @@ func (s *Server) recover() {
 		s.sessions[info.ID] = e
 		s.log.Warn("session from a previous daemon listed as ended", "session", info.ID, "reason", info.Reason)
 	}
-	s.handBackLeft()
 }
 
-// handBackLeft hands back every clone under handbacks/ that no session holds any more and
-// that was not handed back: those of children a killed daemon started with a script, say.
-// A clone whose hand-back fails stays, and says why in the log.
-func (s *Server) handBackLeft() {
-	held := map[string]bool{}
-	for _, e := range s.sessions {
-		if e.s != nil && e.info.Clone != nil {
-			held[e.info.Clone.Dir] = true
-		}
-		for _, k := range e.scripted {
-			if k.info.Clone != nil {
-				held[k.info.Clone.Dir] = true
-			}
-		}
-	}
+// handBackLeft hands back every clone under handbacks/ that is not held and was not handed
+// back: those a previous daemon's sessions left without a record. A clone whose hand-back
+// fails stays, and says why in the log.
+func (s *Server) handBackLeft(held map[string]bool) {
 	dirs, _ := os.ReadDir(filepath.Join(s.cfg.StateDir, handbacks))
 	for _, d := range dirs {
 		dir := filepath.Join(s.cfg.StateDir, handbacks, d.Name())
@@ -417,9 +417,7 @@ func (s *Server) handBackLeft() {
 		}
 		s.log.Warn("a clone left by a previous daemon was handed back", "dir", dir, "parent", rep.Parent,
 			"taken", len(rep.Taken), "conflicts", len(rep.Conflicts))
-		if len(rep.Conflicts) == 0 {
-			os.RemoveAll(dir)
-		}
+		s.dropClean(rep)
 	}
 }
 

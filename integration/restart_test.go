@@ -177,6 +177,21 @@ func TestDaemonRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// And one the gone session's script started: it cannot be taken up.
+	goneScripted, err := c.Spawn(ctx, gone.ID, api.SpawnRequest{Name: "gone-scripted", Workspace: orchestrator.Isolated,
+		Script: "echo from the gone script > gone-script.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for done := false; !done; time.Sleep(10 * time.Millisecond) { // its script has ended, uncollected
+		info, err := c.Session(ctx, gone.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sp := range info.Spawned {
+			done = done || (sp.ID == goneScripted.ID && sp.Done)
+		}
+	}
 	for id, script := range map[string]string{child.ID: "echo from the child > kid.txt", orphan.ID: "echo from the orphan > orphan.txt"} {
 		if r, err := c.Bash(ctx, id, api.BashRequest{Script: script}); err != nil || r.End.Status != 0 {
 			t.Fatalf("%v %+v", err, r)
@@ -257,6 +272,9 @@ func TestDaemonRestart(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(ws, "orphan.txt")); err != nil || string(b) != "from the orphan\n" {
 		t.Errorf("the orphaned child's file: %q %v", b, err)
 	}
+	if b, err := os.ReadFile(filepath.Join(ws, "gone-script.txt")); err != nil || string(b) != "from the gone script\n" {
+		t.Errorf("the gone session's scripted child's file: %q %v", b, err)
+	}
 	// The scripted child is taken up too: collected as if this daemon had started it, its
 	// script ended, its file handed back.
 	if _, err := os.Stat(filepath.Join(ws, "scripted.txt")); !os.IsNotExist(err) {
@@ -273,7 +291,7 @@ func TestDaemonRestart(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(ws, "scripted.txt")); err != nil || string(b) != "from the scripted child\n" {
 		t.Errorf("the scripted child's file: %q %v", b, err)
 	}
-	for _, id := range []string{child.ID, orphan.ID, scripted.ID} {
+	for _, id := range []string{child.ID, orphan.ID, scripted.ID, goneScripted.ID} {
 		if ids := containersOf("docker", id); len(ids) != 0 {
 			t.Errorf("child %s: containers left %v", id, ids)
 		}

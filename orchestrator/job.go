@@ -26,6 +26,7 @@ type Job struct {
 	persist  func(JobState) // guarded by mu: set by Persist
 	forgets  []forgotten    // guarded by mu: execs to forget after the next checkpoint
 	written  atomic.Int64   // bytes in the artifact
+	saving   sync.Mutex     // one save of the state at a time, in order
 	done     chan struct{}
 	start    time.Time
 }

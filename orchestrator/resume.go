@@ -63,7 +63,11 @@ type forgotten struct {
 
 // Persist has save called with the job's state now and at every change, until its end
 // (the last call has Ended set). A job that is not persisted is not taken up again.
+//
+// save is called once at a time, with the states in the order the job reached them.
 func (j *Job) Persist(save func(JobState)) {
+	j.saving.Lock()
+	defer j.saving.Unlock()
 	j.mu.Lock()
 	j.persist = save
 	st := j.state
@@ -76,6 +80,7 @@ func (j *Job) Persist(save func(JobState)) {
 // checkpoint records the job's state, has it saved, and only then lets the kernel forget
 // the execs it no longer names.
 func (j *Job) checkpoint(st JobState) {
+	j.saving.Lock()
 	j.mu.Lock()
 	j.state = st
 	save := j.persist
@@ -85,6 +90,7 @@ func (j *Job) checkpoint(st JobState) {
 	if save != nil {
 		save(st)
 	}
+	j.saving.Unlock()
 	for _, f := range forgets {
 		f.c.forget(f.id)
 	}
