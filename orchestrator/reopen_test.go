@@ -159,8 +159,20 @@ func TestReopenTakesUpJobs(t *testing.T) {
 				mu.Unlock()
 			}
 		})
-		time.Sleep(150 * time.Millisecond)
-		// The host dies: its connection ends, and nothing it holds counts any more.
+		// Once the job's exec runs, and has written some of its output, the host dies: its
+		// connection ends, and nothing it holds counts any more.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			mu.Lock()
+			running := last.Exec != ""
+			mu.Unlock()
+			if running {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the job's exec did not start")
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
 		mu.Lock()
 		dead.Store(true)
 		js := last

@@ -142,32 +142,31 @@ func TestJournalHeldBound(t *testing.T) {
 // When the frames not acknowledged reach the bound, a writer waits for an ack: nothing is
 // dropped while no host reads.
 func TestJournalWaitsForAcks(t *testing.T) {
+	frame := &wire.Frame{Event: wire.EventStream, ID: "x", FD: 1, Data: []byte(strings.Repeat("z", 40))}
+	line, _ := wire.Append(nil, frame)
 	j := newJournal()
-	j.maxUnacked = 200
+	j.maxUnacked = 3*len(line) - 1 // three frames go out, the fourth waits
 	wrote := make(chan int)
 	go func() {
 		for i := range 10 {
-			j.write(&wire.Frame{Event: wire.EventStream, ID: "x", FD: 1, Data: []byte(strings.Repeat("z", 40))})
+			j.write(frame)
 			wrote <- i
 		}
 		close(wrote)
 	}()
-	n := 0
-	for {
+	for n := range 3 {
 		select {
-		case _, ok := <-wrote:
-			if !ok {
-				t.Fatal("every write returned with no ack")
-			}
-			n++
-			continue
-		case <-time.After(200 * time.Millisecond):
+		case <-wrote:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("write %d did not return", n)
 		}
-		break
 	}
-	if n == 0 || n == 10 {
-		t.Fatalf("%d writes returned before an ack", n)
+	select {
+	case <-wrote:
+		t.Fatal("a fourth write returned with no ack")
+	case <-time.After(200 * time.Millisecond):
 	}
+	n := 3
 	j.ack(wire.Ack{Seq: uint64(n)})
 	for range wrote {
 		n++
