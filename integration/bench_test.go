@@ -137,12 +137,19 @@ func BenchmarkDockerExecTrue(b *testing.B) {
 func BenchmarkDockerReadyVsRun(b *testing.B) {
 	e := newBenchEnv(b)
 	ctx := context.Background()
+	e.vsRun(b, func() *orchestrator.Session { return e.open(b, ctx) })
+}
+
+// vsRun interleaves a cold session (open makes it; ready when its kernel answered ping,
+// closed untimed) and `docker run --rm IMG true`, one of each per iteration, so that both
+// meet the same load; it reports each one's mean and their ratio.
+func (e *benchEnv) vsRun(b *testing.B, open func() *orchestrator.Session) {
 	args := append(append([]string{"run", "--rm"}, e.mountFlags()...), e.img, "true")
 	var ready, run time.Duration
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		s := e.open(b, ctx)
+		s := open()
 		ready += time.Since(t0)
 		s.Close()
 		t0 = time.Now()
@@ -164,25 +171,38 @@ func BenchmarkDockerStepVsExec(b *testing.B) {
 	ctx := context.Background()
 	s := e.open(b, ctx)
 	b.Cleanup(func() { s.Close() })
+	e.vsExec(b, "step", func() { stepTrue(b, ctx, s) })
+}
+
+// stepTrue runs a `true` step in s.
+func stepTrue(b *testing.B, ctx context.Context, s *orchestrator.Session) {
+	res, err := s.Bash(ctx, "true")
+	if err != nil || res.End.Status != 0 {
+		b.Fatalf("true: %v %v", res, err)
+	}
+}
+
+// vsExec interleaves op and `docker exec BOX true` in a long-lived container of the same
+// image, one of each per iteration, so that both meet the same load; it reports each one's
+// mean and how many times faster op is.
+func (e *benchEnv) vsExec(b *testing.B, name string, op func()) {
 	box := longLived(b, e.tr.Client, e.img, e.kernel, e.ws)
-	var step, ex time.Duration
+	var mine, ex time.Duration
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		res, err := s.Bash(ctx, "true")
-		if err != nil || res.End.Status != 0 {
-			b.Fatalf("true: %v %v", res, err)
-		}
-		step += time.Since(t0)
+		op()
+		mine += time.Since(t0)
 		t0 = time.Now()
 		if out, err := exec.Command("docker", "exec", box, "true").CombinedOutput(); err != nil {
 			b.Fatalf("docker exec: %v: %s", err, out)
 		}
 		ex += time.Since(t0)
 	}
-	b.ReportMetric(float64(step.Microseconds())/float64(b.N), "step-µs/op")
+	b.StopTimer()
+	b.ReportMetric(float64(mine.Microseconds())/float64(b.N), name+"-µs/op")
 	b.ReportMetric(float64(ex.Microseconds())/float64(b.N), "exec-µs/op")
-	b.ReportMetric(float64(ex)/float64(step), "exec/step")
+	b.ReportMetric(float64(ex)/float64(mine), "exec/"+name)
 }
 
 // openListening opens a session whose kernel listens in a directory of its own, as a
@@ -205,25 +225,7 @@ func BenchmarkDockerListenStepVsExec(b *testing.B) {
 	ctx := context.Background()
 	s, _ := e.openListening(b, ctx)
 	b.Cleanup(func() { s.Close() })
-	box := longLived(b, e.tr.Client, e.img, e.kernel, e.ws)
-	var step, ex time.Duration
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
-		res, err := s.Bash(ctx, "true")
-		if err != nil || res.End.Status != 0 {
-			b.Fatalf("true: %v %v", res, err)
-		}
-		step += time.Since(t0)
-		t0 = time.Now()
-		if out, err := exec.Command("docker", "exec", box, "true").CombinedOutput(); err != nil {
-			b.Fatalf("docker exec: %v: %s", err, out)
-		}
-		ex += time.Since(t0)
-	}
-	b.ReportMetric(float64(step.Microseconds())/float64(b.N), "step-µs/op")
-	b.ReportMetric(float64(ex.Microseconds())/float64(b.N), "exec-µs/op")
-	b.ReportMetric(float64(ex)/float64(step), "exec/step")
+	e.vsExec(b, "step", func() { stepTrue(b, ctx, s) })
 }
 
 // BenchmarkDockerReattachVsExec interleaves taking a session up again on its running
@@ -233,13 +235,9 @@ func BenchmarkDockerReattachVsExec(b *testing.B) {
 	e := newBenchEnv(b)
 	ctx := context.Background()
 	s, cfg := e.openListening(b, ctx)
-	box := longLived(b, e.tr.Client, e.img, e.kernel, e.ws)
 	spec := transport.Spec{Session: s.ID(), Listen: cfg.Listen, Key: cfg.Key}
 	cfg.ID = s.ID()
-	var re, ex time.Duration
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
+	e.vsExec(b, "reattach", func() {
 		k, err := e.tr.Reattach(ctx, spec) // the kernel drops the connection before
 		if err != nil {
 			b.Fatal(err)
@@ -247,21 +245,9 @@ func BenchmarkDockerReattachVsExec(b *testing.B) {
 		if s, err = orchestrator.Reopen(ctx, cfg, k, nil); err != nil {
 			b.Fatal(err)
 		}
-		if res, err := s.Bash(ctx, "true"); err != nil || res.End.Status != 0 {
-			b.Fatalf("true: %v %v", res, err)
-		}
-		re += time.Since(t0)
-		t0 = time.Now()
-		if out, err := exec.Command("docker", "exec", box, "true").CombinedOutput(); err != nil {
-			b.Fatalf("docker exec: %v: %s", err, out)
-		}
-		ex += time.Since(t0)
-	}
-	b.StopTimer()
+		stepTrue(b, ctx, s)
+	})
 	s.Close()
-	b.ReportMetric(float64(re.Microseconds())/float64(b.N), "reattach-µs/op")
-	b.ReportMetric(float64(ex.Microseconds())/float64(b.N), "exec-µs/op")
-	b.ReportMetric(float64(ex)/float64(re), "exec/reattach")
 }
 
 // BenchmarkDockerListenReadyVsRun is BenchmarkDockerReadyVsRun with the session's kernel
@@ -269,21 +255,8 @@ func BenchmarkDockerReattachVsExec(b *testing.B) {
 func BenchmarkDockerListenReadyVsRun(b *testing.B) {
 	e := newBenchEnv(b)
 	ctx := context.Background()
-	args := append(append([]string{"run", "--rm"}, e.mountFlags()...), e.img, "true")
-	var ready, run time.Duration
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
+	e.vsRun(b, func() *orchestrator.Session {
 		s, _ := e.openListening(b, ctx)
-		ready += time.Since(t0)
-		s.Close()
-		t0 = time.Now()
-		if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
-			b.Fatalf("docker run: %v: %s", err, out)
-		}
-		run += time.Since(t0)
-	}
-	b.ReportMetric(float64(ready.Milliseconds())/float64(b.N), "ready-ms/op")
-	b.ReportMetric(float64(run.Milliseconds())/float64(b.N), "run-ms/op")
-	b.ReportMetric(float64(ready)/float64(run), "ready/run")
+		return s
+	})
 }
