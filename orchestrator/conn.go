@@ -210,14 +210,12 @@ func (c *conn) fault() *wire.ProtocolFault {
 	return nil
 }
 
-// alive reports whether the kernel is still answering.
+// alive reports whether the kernel is still answering. The gate's end is known (c.err)
+// before the calls in flight hear of it, so a caller that heard never finds the conn alive.
 func (c *conn) alive() bool {
-	select {
-	case <-c.done:
-		return false
-	default:
-		return true
-	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err == nil
 }
 
 // close ends the kernel and waits for the gate.
