@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,24 +82,21 @@ func (t *listenTransport) attach(ctx context.Context, spec transport.Spec, p *pr
 		p.cmd.Process.Kill()
 		return nil, err
 	}
-	return &listenKernel{a: a, cmd: p.cmd, done: p.done}, nil
+	return &listenKernel{Attached: a, cmd: p.cmd, done: p.done}, nil
 }
 
 // listenKernel is a listening kernel process reached over its socket.
 type listenKernel struct {
-	a    *transport.Attached
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has ended
+	*transport.Attached // frames, and the resume frame
+	cmd                 *exec.Cmd
+	done                chan struct{} // closed when the process has ended
 }
 
-func (k *listenKernel) Stdin() io.WriteCloser       { return k.a.Writer() }
-func (k *listenKernel) Stdout() io.Reader           { return k.a.Reader() }
-func (k *listenKernel) Resume() (wire.Resume, bool) { return k.a.Resume() }
-func (k *listenKernel) Wait() error                 { <-k.done; return nil }
+func (k *listenKernel) Wait() error { <-k.done; return nil }
 
 // Kill ends the kernel as a container transport does: TERM, and it kills what it started.
 func (k *listenKernel) Kill() error {
-	k.a.Conn.Close()
+	k.Conn.Close()
 	k.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-k.done:
@@ -112,7 +108,7 @@ func (k *listenKernel) Kill() error {
 }
 
 // disconnect cuts the connection, as the death of its host does.
-func (k *listenKernel) disconnect() { k.a.Conn.Close() }
+func (k *listenKernel) disconnect() { k.Conn.Close() }
 
 // A job outlives its host: the host's connection is cut while the job's script is in its
 // middle, twice; each new host reopens the session on the same kernel and the job goes on
@@ -181,14 +177,7 @@ func TestReopenTakesUpJobs(t *testing.T) {
 		if js.Exec == "" || js.Cwd != filepath.Join(ws, "sub") {
 			t.Fatalf("the state when the host died: %+v", js)
 		}
-		k, err := lt.Reattach(ctx, transport.Spec{Listen: cfg.Listen, Key: cfg.Key})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s, err = Reopen(ctx, cfg, k, []Restore{{State: js}}); err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s = takeUp(t, lt, cfg, nil, js)
 		if j, err = s.Job(js.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -250,6 +239,46 @@ func cut(s *Session) {
 	<-c.done
 }
 
+// takeUp is a new host: it reattaches to the kernel of cfg's session, hands check (when
+// set) the resume frame, and reopens the session with the jobs; it closes at the test's end.
+func takeUp(t *testing.T, lt *listenTransport, cfg Config, check func(wire.Resume), jobs ...JobState) *Session {
+	t.Helper()
+	k, err := lt.Reattach(context.Background(), transport.Spec{Listen: cfg.Listen, Key: cfg.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if check != nil {
+		res, _ := k.(transport.Resuming).Resume()
+		check(res)
+	}
+	var restores []Restore
+	for _, js := range jobs {
+		restores = append(restores, Restore{State: js})
+	}
+	s, err := Reopen(context.Background(), cfg, k, restores)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// endOf waits for the end of a session's job.
+func endOf(t *testing.T, s *Session, id string) *Result {
+	t.Helper()
+	j, err := s.Job(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	end, err := j.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return end
+}
+
 // A job whose host died while its step waited for a decision goes on at that step, decided
 // again by the new host: the steps before it do not run again, the step and those after
 // it run once.
@@ -295,20 +324,10 @@ func TestReopenDecidesAgain(t *testing.T) {
 	if js.Exec != "" || js.Stmt != 1 {
 		t.Fatalf("the state when the host died: %+v", js)
 	}
-	k, err := lt.Reattach(ctx, transport.Spec{Listen: cfg.Listen, Key: cfg.Key})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg.Gatekeeper = gateFunc(func(context.Context, Step) Verdict { return Verdict{Run: true} })
-	s2, err := Reopen(ctx, cfg, k, []Restore{{State: js}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
-	j2, _ := s2.Job(js.ID)
-	end, err := j2.Wait(ctx)
-	if err != nil || end.End.Kind != Finished || len(end.Steps) != 3 {
-		t.Fatalf("%v %+v", err, end)
+	end := endOf(t, takeUp(t, lt, cfg, nil, js), js.ID)
+	if end.End.Kind != Finished || len(end.Steps) != 3 {
+		t.Fatalf("%+v", end)
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "log")); string(b) != "before\nafter\n" {
 		t.Errorf("the log: %q", b)
@@ -341,18 +360,11 @@ func TestReopenKillsOrphans(t *testing.T) {
 		t.Fatal("the call did not start")
 	}
 	cut(s)
-	k, err := lt.Reattach(ctx, transport.Spec{Listen: cfg.Listen, Key: cfg.Key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, _ := k.(transport.Resuming).Resume(); len(res.Execs) != 1 || !res.Execs[0].Running {
-		t.Fatalf("the kernel holds %+v", res.Execs)
-	}
-	s2, err := Reopen(ctx, cfg, k, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := takeUp(t, lt, cfg, func(res wire.Resume) {
+		if len(res.Execs) != 1 || !res.Execs[0].Running {
+			t.Fatalf("the kernel holds %+v", res.Execs)
+		}
+	})
 	for syscall.Kill(pid, 0) == nil {
 		if time.Now().After(deadline.Add(10 * time.Second)) {
 			t.Fatalf("the orphan %d still runs", pid)
@@ -414,22 +426,14 @@ func TestReopenBigOutput(t *testing.T) {
 	dead = true
 	mu.Unlock()
 	cut(s)
-	k, err := lt.Reattach(ctx, transport.Spec{Listen: cfg.Listen, Key: cfg.Key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, _ := k.(transport.Resuming).Resume(); len(r.Execs) != 1 || r.Execs[0].Skipped == 0 {
-		t.Errorf("the kernel kept all of it: %+v", r.Execs)
-	}
-	s2, err := Reopen(ctx, cfg, k, []Restore{{State: js}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
-	j2, _ := s2.Job(js.ID)
-	end, err := j2.Wait(ctx)
-	if err != nil || end.End.Kind != Finished {
-		t.Fatalf("%v %+v", err, end)
+	s2 := takeUp(t, lt, cfg, func(r wire.Resume) {
+		if len(r.Execs) != 1 || r.Execs[0].Skipped == 0 {
+			t.Errorf("the kernel kept all of it: %+v", r.Execs)
+		}
+	}, js)
+	end := endOf(t, s2, js.ID)
+	if end.End.Kind != Finished {
+		t.Fatalf("%+v", end)
 	}
 	var want strings.Builder
 	for i := 1; i <= n; i++ {
@@ -488,19 +492,9 @@ func TestReopenAfterTheReply(t *testing.T) {
 	if len(js.Running) != 1 || js.Running[0].Index != 1 {
 		t.Fatalf("the state when the host died: %+v", js)
 	}
-	k, err := lt.Reattach(ctx, transport.Spec{Listen: cfg.Listen, Key: cfg.Key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s2, err := Reopen(ctx, cfg, k, []Restore{{State: js}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
-	j2, _ := s2.Job(js.ID)
-	end, err := j2.Wait(ctx)
-	if err != nil || end.End.Kind != Finished || len(end.Steps) != 3 {
-		t.Fatalf("%v %+v", err, end)
+	end := endOf(t, takeUp(t, lt, cfg, nil, js), js.ID)
+	if end.End.Kind != Finished || len(end.Steps) != 3 {
+		t.Fatalf("%+v", end)
 	}
 	want := "bash: line 1: nosuchcommand: command not found\nafter\n"
 	if b, _ := os.ReadFile(art); string(b) != want {

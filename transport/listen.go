@@ -183,11 +183,31 @@ type Attached struct {
 // Resume is the resume frame the kernel opened the connection with.
 func (a *Attached) Resume() (wire.Resume, bool) { return a.resume, true }
 
-// Reader reads the frames after the resume frame.
-func (a *Attached) Reader() io.Reader { return a.r }
+// Stdout reads the frames after the resume frame.
+func (a *Attached) Stdout() io.Reader { return a.r }
 
-// Writer writes frames; closing it ends the connection's writing half: the kernel lives on.
-func (a *Attached) Writer() io.WriteCloser { return halfClose{a.Conn} }
+// Stdin writes frames; closing it ends the connection's writing half: the kernel lives on.
+func (a *Attached) Stdin() io.WriteCloser { return halfClose{a.Conn} }
+
+// Listening is a listening kernel as a Kernel: its frames go over a's connection, and
+// sandbox waits for and ends the sandbox it runs in (its container), as Kernel says.
+func Listening(a *Attached, sandbox interface {
+	Wait() error
+	Kill() error
+}) Kernel {
+	return listening{a, sandbox}
+}
+
+type listening struct {
+	*Attached
+	sandbox interface {
+		Wait() error
+		Kill() error
+	}
+}
+
+func (l listening) Wait() error { return l.sandbox.Wait() }
+func (l listening) Kill() error { return l.sandbox.Kill() }
 
 type halfClose struct{ c *net.UnixConn }
 

@@ -32,7 +32,6 @@ import (
 
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/docker"
-	"github.com/paddockhq/paddock/transport/wire"
 )
 
 var _ transport.Transport = (*Transport)(nil)
@@ -197,7 +196,7 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 // startListening starts the task of a listening kernel and attaches to it. The task's
 // output goes to a log file beside the listening directory, written by containerd's shim:
 // the kernel outlives this process, and no stream of it may depend on this process reading.
-func (t *Transport) startListening(ctx context.Context, c client.Container, id string, spec transport.Spec) (*kernel, error) {
+func (t *Transport) startListening(ctx context.Context, c client.Container, id string, spec transport.Spec) (transport.Kernel, error) {
 	logf := spec.Listen + ".log"
 	f, err := os.OpenFile(logf, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -244,7 +243,7 @@ func (t *Transport) Reattach(ctx context.Context, spec transport.Spec) (transpor
 
 // attach connects to the listening kernel of a running task; the container is removed once
 // the task ends.
-func (t *Transport) attach(ctx context.Context, c client.Container, task client.Task, id string, spec transport.Spec) (*kernel, error) {
+func (t *Transport) attach(ctx context.Context, c client.Container, task client.Task, id string, spec transport.Spec) (transport.Kernel, error) {
 	exited, err := task.Wait(namespaces.WithNamespace(context.WithoutCancel(ctx), Namespace))
 	if err != nil {
 		return nil, fmt.Errorf("containerd: wait on the kernel's task: %w", err)
@@ -272,7 +271,7 @@ func (t *Transport) attach(ctx context.Context, c client.Container, task client.
 		return nil, fmt.Errorf("containerd: %w (the kernel said: %s)", err, strings.TrimSpace(lastLines(string(b), 5)))
 	}
 	k.listen = a
-	return k, nil
+	return transport.Listening(a, k), nil
 }
 
 // lastLines is the last n lines of s.
@@ -374,7 +373,7 @@ type kernel struct {
 	stdin  *io.PipeWriter
 	stdinR *io.PipeReader
 	stdout *io.PipeReader
-	listen *transport.Attached // a listening kernel's connection: frames go there instead
+	listen *transport.Attached // a listening kernel's connection (transport.Listening serves its frames)
 
 	done chan struct{} // closed when the task has ended and the container been removed
 	err  error         // set before done closes
@@ -395,27 +394,8 @@ func (k *kernel) Relabel(ctx context.Context, labels map[string]string) error {
 	return nil
 }
 
-func (k *kernel) Stdin() io.WriteCloser {
-	if k.listen != nil {
-		return k.listen.Writer()
-	}
-	return stdin{k}
-}
-
-func (k *kernel) Stdout() io.Reader {
-	if k.listen != nil {
-		return k.listen.Reader()
-	}
-	return k.stdout
-}
-
-// Resume is a listening kernel's resume frame.
-func (k *kernel) Resume() (wire.Resume, bool) {
-	if k.listen == nil {
-		return wire.Resume{}, false
-	}
-	return k.listen.Resume()
-}
+func (k *kernel) Stdin() io.WriteCloser { return stdin{k} }
+func (k *kernel) Stdout() io.Reader     { return k.stdout }
 
 // stdin writes frames to the task's standard input; closing it ends that input.
 type stdin struct{ k *kernel }

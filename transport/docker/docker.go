@@ -27,7 +27,6 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/paddockhq/paddock/transport"
-	"github.com/paddockhq/paddock/transport/wire"
 )
 
 var _ transport.Transport = (*Transport)(nil)
@@ -176,7 +175,7 @@ func (t *Transport) Reattach(ctx context.Context, spec transport.Spec) (transpor
 
 // attach connects to the listening kernel of a running container; the container is removed
 // once it ends.
-func (t *Transport) attach(ctx context.Context, id string, spec transport.Spec) (*kernel, error) {
+func (t *Transport) attach(ctx context.Context, id string, spec transport.Spec) (transport.Kernel, error) {
 	k := &kernel{t: t, id: id, done: make(chan struct{}), copied: make(chan struct{})}
 	close(k.copied)
 	go k.wait()
@@ -188,7 +187,7 @@ func (t *Transport) attach(ctx context.Context, id string, spec transport.Spec) 
 		return nil, fmt.Errorf("docker: %w%s", err, t.logsOf(id))
 	}
 	k.listen = a
-	return k, nil
+	return transport.Listening(a, k), nil
 }
 
 // logsOf is the end of a container's output, for an error about it.
@@ -268,7 +267,7 @@ type kernel struct {
 	t      *Transport
 	id     string
 	att    types.HijackedResponse // frames over the attached standard streams, or
-	listen *transport.Attached    // over a listening kernel's socket
+	listen *transport.Attached    // or over a listening kernel's socket (transport.Listening serves them)
 	stdout *io.PipeReader
 
 	done   chan struct{} // closed when the container has ended and been removed
@@ -282,27 +281,8 @@ type kernel struct {
 // ID returns the container's id.
 func (k *kernel) ID() string { return k.id }
 
-func (k *kernel) Stdin() io.WriteCloser {
-	if k.listen != nil {
-		return k.listen.Writer()
-	}
-	return stdin{k}
-}
-
-func (k *kernel) Stdout() io.Reader {
-	if k.listen != nil {
-		return k.listen.Reader()
-	}
-	return k.stdout
-}
-
-// Resume is a listening kernel's resume frame.
-func (k *kernel) Resume() (wire.Resume, bool) {
-	if k.listen == nil {
-		return wire.Resume{}, false
-	}
-	return k.listen.Resume()
-}
+func (k *kernel) Stdin() io.WriteCloser { return stdin{k} }
+func (k *kernel) Stdout() io.Reader     { return k.stdout }
 
 // stdin writes frames to the attached connection; closing it half-closes the connection,
 // which ends the container's standard input.
