@@ -10,12 +10,13 @@ import (
 // fsHandlers are the session's fs.read and fs.write: paths mapped and judged by the policy;
 // an access outside the auto set takes the approval route like a step.
 func (s *Session) fsHandlers() map[string]Handler {
-	var home string
-	if s.cfg.PathMap != nil { // a sandbox's HOME is not where the host's credential stores are
+	home, hostEnv, _, _ := s.hostFacts()
+	if s.cfg.PathMap != nil && home == "" { // a sandbox's HOME is not where the host's credential stores are
 		home, _ = os.UserHomeDir()
 	}
 	return FSHandlers(FSConfig{
 		Home:      home,
+		HostEnv:   hostEnv,
 		PathMap:   s.cfg.PathMap,
 		Roots:     []string{s.cfg.Workspace},
 		Env:       s.cfg.Env,

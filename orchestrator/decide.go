@@ -40,6 +40,8 @@ type policyGate struct {
 	pctx  *policy.Context
 	auto  policy.AutoSet
 	rules []policy.ShellRule
+	// keeper, when set, decides steps in place of the rules, the auto set and the route.
+	keeper Gatekeeper
 
 	mu           sync.Mutex
 	sessionRules []policy.ShellRule // guarded by mu: "allow for the rest of the session"
@@ -53,7 +55,8 @@ func newPolicyGate(s *Session, p Policy) (*policyGate, error) {
 	}
 	if g.pctx == nil {
 		g.pctx = &policy.Context{Cwd: s.cwd, Env: s.cfg.Env, Roots: []string{s.cfg.Workspace}, Settings: p.Settings, Ephemeral: s.cfg.Ephemeral}
-		if s.cfg.PathMap != nil {
+		g.pctx.Home, g.pctx.HostEnv, g.pctx.ConfigDir, g.pctx.Secrets = s.hostFacts()
+		if s.cfg.PathMap != nil && g.pctx.Home == "" {
 			// The credential stores are the host's: a sandbox's HOME is not where they are.
 			g.pctx.Home, _ = os.UserHomeDir()
 			m := s.cfg.PathMap
@@ -86,6 +89,16 @@ func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 	} else {
 		e = policy.StepEffects(g.pctx, policy.Step{Argv: step.Argv, Assigns: step.Assigns, Redirects: step.Redirects, Cwd: step.Cwd})
 		prefixes = [][]string{step.Argv}
+	}
+	if g.keeper != nil {
+		v := g.keeper.Decide(ctx, step)
+		v.Effects = e.Strings()
+		rec := auditRecord{Session: g.s.id, Subagent: g.s.name, Step: step.Index, Command: step.Command, Effects: v.Effects, DecidedBy: "gatekeeper", Outcome: "run"}
+		if !v.Run {
+			rec.Outcome = v.Code
+		}
+		g.record(rec)
+		return v
 	}
 	g.mu.Lock()
 	rules := append(slices.Clone(g.rules), g.sessionRules...)

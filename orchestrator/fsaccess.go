@@ -100,6 +100,9 @@ type FSConfig struct {
 	Env []string
 	// Home is the host's home directory, where the credential stores are; "": HOME of Env.
 	Home string
+	// HostEnv is the host's own environment: its locations are guarded whatever Env says
+	// (see policy.Context.HostEnv).
+	HostEnv [][]string
 	// Settings are the settings files loaded, host paths: each is protected.
 	Settings []string
 	// Ephemeral says the sandbox is removed at its end (a fresh container).
@@ -127,7 +130,7 @@ func FSHandlers(c FSConfig) map[string]Handler {
 		if c.Auto != nil {
 			auto = *c.Auto
 		}
-		pctx := &policy.Context{Cwd: "/", Env: c.Env, Home: c.Home, Roots: c.Roots, Settings: c.Settings, Ephemeral: c.Ephemeral}
+		pctx := &policy.Context{Cwd: "/", Env: c.Env, HostEnv: c.HostEnv, Home: c.Home, Roots: c.Roots, Settings: c.Settings, Ephemeral: c.Ephemeral}
 		if m := c.PathMap; m != nil {
 			pctx.ToHost = func(p string) (string, bool) {
 				h, err := m.ToHost(p)

@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
-	"maps"
 	"slices"
 	"strings"
 )
@@ -35,9 +34,7 @@ func (s *Session) StartJob(call Call) (*Job, error) { return s.startJob(call) }
 // fs.write, session.spawn, … and Config.Handlers over them), with the same paths, policy and
 // approval route: a daemon's API uses it for the file accesses its clients ask for.
 func (s *Session) Serve(ctx context.Context, typ string, body json.RawMessage) (any, error) {
-	h := s.hostHandlers()
-	maps.Copy(h, s.cfg.Handlers)
-	f := h[typ]
+	f := s.handlers()[typ]
 	if f == nil {
 		return nil, &NotFoundError{What: "host request type", ID: typ}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -253,9 +252,7 @@ func Reopen(ctx context.Context, cfg Config, k transport.Kernel, jobs []Restore)
 			orphans = append(orphans, h)
 		}
 	}
-	handlers := s.hostHandlers()
-	maps.Copy(handlers, s.cfg.Handlers)
-	c := startConn(ctx, k, handlers, s.log, adopt)
+	c := startConn(ctx, k, s.handlers(), s.log, adopt)
 	s.c = c
 	for _, h := range orphans {
 		p := adopt[h.ID]

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -43,11 +42,15 @@ type Config struct {
 	Ephemeral bool
 	// Limit bounds each step's output; the zero Limit keeps everything.
 	Limit output.Limit
-	// Handlers serve host requests from programs in the sandbox, by type.
+	// Handlers serve further host request types from programs in the sandbox. Each request
+	// passes the session's gate first, judged with ExtensionEffects; a type the session
+	// serves itself cannot be replaced (Open refuses it with a *HandlerError).
 	Handlers map[string]Handler
 	// Policy decides each step: its effects, the rules, the auto set, the approval route.
 	Policy Policy
-	// Gatekeeper, when set, decides each step instead of the policy.
+	// Gatekeeper, when set, decides each step in place of the auto set, the rules and the
+	// approval route: the policy still gives the step its effects, and every verdict is
+	// recorded. Host requests are not its to decide.
 	Gatekeeper Gatekeeper
 	// Budget is how long a call blocks before it settles detached and goes on as a job;
 	// 0: calls block to their end.
@@ -57,6 +60,12 @@ type Config struct {
 	StateDir string
 	// ChildDirs is where isolated children's clones are made; "": StateDir.
 	ChildDirs string
+	// MaxChildren bounds the children a session's sandbox has running at once through
+	// session.spawn (not yet collected); 0: DefaultMaxChildren.
+	MaxChildren int
+	// MaxDepth bounds how deep a chain of sessions the sandboxes can spawn (a root session
+	// is at depth 0); 0: DefaultMaxDepth.
+	MaxDepth int
 	// Keeper, when set, keeps the children the session's scripts start (a child's own
 	// scripts' children are not kept).
 	Keeper Keeper
@@ -145,6 +154,9 @@ func newSession(cfg Config) (*Session, error) {
 	if cfg.Workspace == "" {
 		return nil, &WorkdirError{Reason: "none"}
 	}
+	if err := checkHandlers(cfg.Handlers); err != nil {
+		return nil, err
+	}
 	ws, err := filepath.Abs(cfg.Workspace)
 	if err != nil {
 		return nil, err
@@ -175,14 +187,12 @@ func newSession(cfg Config) (*Session, error) {
 	s := &Session{cfg: cfg, id: cfg.ID, log: cfg.Log.With("session", cfg.ID), cwd: cwd,
 		parent: cfg.parent, name: cfg.name, child: cfg.child}
 	s.life, s.end = context.WithCancel(context.Background())
-	s.gate = cfg.Gatekeeper
-	if s.gate == nil {
-		if s.pgate, err = newPolicyGate(s, cfg.Policy); err != nil {
-			s.end()
-			return nil, err
-		}
-		s.gate = s.pgate
+	if s.pgate, err = newPolicyGate(s, cfg.Policy); err != nil {
+		s.end()
+		return nil, err
 	}
+	s.pgate.keeper = cfg.Gatekeeper
+	s.gate = s.pgate
 	return s, nil
 }
 
@@ -207,9 +217,7 @@ func (s *Session) start(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session %s: start kernel: %w", s.id, err)
 	}
-	handlers := s.hostHandlers()
-	maps.Copy(handlers, s.cfg.Handlers)
-	c := startConn(ctx, k, handlers, s.log, nil)
+	c := startConn(ctx, k, s.handlers(), s.log, nil)
 	if _, err := c.request(ctx, wire.TypePing, struct{}{}, nil); err != nil {
 		c.close()
 		return nil, fmt.Errorf("session %s: kernel did not answer: %w", s.id, err)

@@ -14,6 +14,12 @@ import (
 // A program in the sandbox can fan out too: session.spawn starts a child running a script,
 // session.collect waits for it, closes it and returns its result with its hand-back.
 
+// Host request types of children.
+const (
+	TypeSpawn   = "session.spawn"
+	TypeCollect = "session.collect"
+)
+
 // SpawnRequest is the body of session.spawn.
 type SpawnRequest struct {
 	Name      string   `json:"name"`
@@ -49,14 +55,16 @@ type childRun struct {
 	s   *Session
 	job *Job
 
-	once sync.Once
-	rep  Collected
+	once      sync.Once
+	rep       Collected
+	collected bool // guarded by the parent's kids.mu: closed and handed back
 }
 
 // children holds the children a session started with scripts.
 type children struct {
-	mu  sync.Mutex
-	all map[string]*childRun // guarded by mu
+	mu       sync.Mutex
+	all      map[string]*childRun // guarded by mu
+	reserved int                  // guarded by mu: places held by spawns under way
 }
 
 // Keeper keeps the children a session's scripts start, so that a host that dies can take
@@ -164,6 +172,9 @@ func (s *Session) Collect(ctx context.Context, id string, timeout time.Duration)
 		if k := s.cfg.Keeper; k != nil {
 			k.Ended(cr.rep)
 		}
+		s.kids.mu.Lock()
+		cr.collected = true
+		s.kids.mu.Unlock()
 	})
 	return cr.rep, nil
 }
@@ -172,7 +183,7 @@ func (s *Session) Collect(ctx context.Context, id string, timeout time.Duration)
 func (s *Session) hostHandlers() map[string]Handler {
 	h := s.fsHandlers()
 	maps.Copy(h, map[string]Handler{
-		"session.spawn": func(ctx context.Context, req HostRequest) (any, error) {
+		TypeSpawn: func(ctx context.Context, req HostRequest) (any, error) {
 			var b SpawnRequest
 			if err := req.Decode(&b); err != nil {
 				return nil, err
@@ -180,13 +191,18 @@ func (s *Session) hostHandlers() map[string]Handler {
 			if b.Script == "" {
 				return nil, &requestError{code: "bad_request", msg: "session.spawn: a script is needed"}
 			}
+			release, err := s.reserveChild()
+			if err != nil {
+				return nil, err
+			}
+			defer release()
 			id, err := s.SpawnRun(ctx, ChildConfig{Name: b.Name, Workspace: b.Workspace, Env: b.Env}, b.Script)
 			if err != nil {
 				return nil, &requestError{code: "spawn_failed", msg: fmt.Sprintf("session.spawn: %v", err)}
 			}
 			return Spawned{Child: id}, nil
 		},
-		"session.collect": func(ctx context.Context, req HostRequest) (any, error) {
+		TypeCollect: func(ctx context.Context, req HostRequest) (any, error) {
 			var b CollectRequest
 			if err := req.Decode(&b); err != nil {
 				return nil, err
@@ -195,4 +211,64 @@ func (s *Session) hostHandlers() map[string]Handler {
 		},
 	})
 	return h
+}
+
+// Bounds of the children a sandbox can start.
+const (
+	DefaultMaxChildren = 16
+	DefaultMaxDepth    = 4
+)
+
+// SpawnLimitError is a session.spawn refused because a bound was reached.
+type SpawnLimitError struct {
+	Limit string // children (running at once) or depth
+	Max   int
+}
+
+func (e *SpawnLimitError) Error() string {
+	if e.Limit == "depth" {
+		return fmt.Sprintf("session.spawn: refused: children of children are limited to %d levels", e.Max)
+	}
+	return fmt.Sprintf("session.spawn: refused: at most %d children run at once; collect one first", e.Max)
+}
+
+// Code is the stable code of the refusal.
+func (e *SpawnLimitError) Code() string { return "spawn_limit" }
+
+// reserveChild holds a place for one more child the sandbox starts, or refuses it when a
+// bound is reached; release gives the place back once the child is counted (or failed).
+// Requests are served concurrently, so the place is taken under the same lock that counts.
+func (s *Session) reserveChild() (release func(), err error) {
+	maxDepth := s.cfg.MaxDepth
+	if maxDepth <= 0 {
+		maxDepth = DefaultMaxDepth
+	}
+	depth := 0
+	for p := s.parent; p != nil; p = p.parent {
+		depth++
+	}
+	if depth+1 > maxDepth {
+		return nil, &SpawnLimitError{Limit: "depth", Max: maxDepth}
+	}
+	maxKids := s.cfg.MaxChildren
+	if maxKids <= 0 {
+		maxKids = DefaultMaxChildren
+	}
+	s.kids.mu.Lock()
+	defer s.kids.mu.Unlock()
+	running := s.kids.reserved
+	for _, cr := range s.kids.all {
+		if !cr.collected {
+			running++
+		}
+	}
+	if running >= maxKids {
+		return nil, &SpawnLimitError{Limit: "children", Max: maxKids}
+	}
+	s.kids.reserved++
+	return func() {
+		s.kids.mu.Lock()
+		s.kids.reserved--
+		s.kids.mu.Unlock()
+	}, nil
 }

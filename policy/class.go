@@ -96,14 +96,15 @@ func compile(c *Context) *rules {
 			}
 		}
 	}
-	addSecrets := func(rs *ruleSet, base, home, configDir string) {
+	addSecrets := func(rs *ruleSet, base, home, configDir string, env []string) {
 		if home != "" {
 			for _, s := range homeSecrets {
 				add(rs, &rs.secrets, base, path.Join(home, s))
 			}
 		}
 		for _, v := range envSecrets {
-			add(rs, &rs.secrets, base, c.Getenv(v))
+			val, _ := lookupEnv(env, v)
+			add(rs, &rs.secrets, base, val)
 		}
 		if configDir != "" {
 			for _, s := range paddockSecrets {
@@ -116,7 +117,26 @@ func compile(c *Context) *rules {
 	if configDir == "" {
 		configDir = defaultConfigDir(c.Getenv("XDG_CONFIG_HOME"), c.home())
 	}
-	addSecrets(host, hostCwd, c.home(), configDir)
+	addSecrets(host, hostCwd, c.home(), configDir, c.Env)
+	// The host's own locations, whatever the session's environment says: an environment a
+	// sandbox chose (a spawned child's) can add to the guarded set, never move it. Each of
+	// the host's environments counts (a child's are its ancestors').
+	for _, env := range c.HostEnv {
+		hostHome, _ := lookupEnv(env, "HOME")
+		hostXDG, _ := lookupEnv(env, "XDG_CONFIG_HOME")
+		hostConfig := defaultConfigDir(hostXDG, hostHome)
+		addSecrets(host, hostCwd, hostHome, hostConfig, env)
+		add(host, &host.protected, hostCwd, hostConfig)
+		hostPath, ok := lookupEnv(env, "PATH")
+		if !ok {
+			hostPath = defaultPath
+		}
+		for _, dir := range strings.Split(hostPath, ":") {
+			if strings.HasPrefix(dir, "/") { // a relative entry names no fixed host place
+				add(host, &host.protected, hostCwd, dir)
+			}
+		}
+	}
 	for _, s := range c.Secrets {
 		add(host, &host.secrets, hostCwd, s)
 	}
@@ -147,7 +167,7 @@ func compile(c *Context) *rules {
 	}
 	if c.ToHost != nil {
 		home := c.Getenv("HOME")
-		addSecrets(sandbox, c.Cwd, home, defaultConfigDir(c.Getenv("XDG_CONFIG_HOME"), home))
+		addSecrets(sandbox, c.Cwd, home, defaultConfigDir(c.Getenv("XDG_CONFIG_HOME"), home), c.Env)
 		add(sandbox, &sandbox.protected, c.Cwd, defaultConfigDir(c.Getenv("XDG_CONFIG_HOME"), home))
 	}
 	return &rules{host: host, sandbox: sandbox}

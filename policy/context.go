@@ -22,6 +22,11 @@ type Context struct {
 	// expansions of paddock policy check and the entries PATH, XDG_CONFIG_HOME,
 	// AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE, CLOUDSDK_CONFIG and RIPGREP_CONFIG_PATH.
 	Env []string
+	// HostEnv are the environments, NAME=value each, of the host and of the sessions above
+	// this one: the homes, config directories, credential variables and PATHs they name are
+	// guarded as well as those Env names, so an environment the sandbox chose (a spawned
+	// child's) can add to the secret and protected sets but never move them. Nil: Env alone.
+	HostEnv [][]string
 	// Roots are the workspace roots, host paths.
 	Roots []string
 	// Settings are the settings files loaded, host paths: each is protected.
