@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -69,6 +70,8 @@ type Server struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
+	lock *os.File // the state directory's lock, held until Close or Leave
+
 	mu       sync.Mutex
 	sessions map[string]*entry // guarded by mu
 	closing  bool              // guarded by mu
@@ -121,10 +124,16 @@ func New(cfg Config) (*Server, error) {
 	if err := PrepareDir(cfg.StateDir); err != nil {
 		return nil, fmt.Errorf("daemon: state directory: %w", err)
 	}
+	// Nothing in the directory is touched before its lock is held.
+	lock, err := lockState(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(cfg.StateDir, "sessions"), 0o700); err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("daemon: state directory: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cfg.Log, metrics: newMetrics(), start: time.Now(), sessions: map[string]*entry{}}
+	s := &Server{cfg: cfg, log: cfg.Log, metrics: newMetrics(), start: time.Now(), sessions: map[string]*entry{}, lock: lock}
 	s.life, s.stop = context.WithCancel(context.Background())
 	s.recover()
 	s.routes()
@@ -151,6 +160,19 @@ func (s *Server) Serve(l net.Listener) error {
 	return err
 }
 
+// Leave stops serving and leaves every session as a killed daemon would: kernels that
+// listen (a container's) go on running with their jobs, every state file stays, and the
+// next daemon on the state directory takes them up. It is how a daemon stops when it is
+// told to (SIGTERM, Ctrl-C); Close is how a person ends the sessions on purpose.
+func (s *Server) Leave() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.stop()
+	s.wg.Wait()
+	s.lock.Close()
+}
+
 // Close closes every session (their state files go with them) and stops serving.
 func (s *Server) Close() error {
 	s.mu.Lock()
@@ -170,6 +192,7 @@ func (s *Server) Close() error {
 	}
 	s.stop()
 	s.wg.Wait()
+	s.lock.Close()
 	return errors.Join(errs...)
 }
 
@@ -234,8 +257,11 @@ func appendSteps(path string, steps []orchestrator.StepResult) error {
 // readSteps reads the first n steps of a job's steps file, and cuts off what follows them
 // (steps written by a daemon that died before its state file said so).
 func readSteps(path string, n int) ([]orchestrator.StepResult, error) {
-	if n == 0 {
-		return nil, os.Truncate(path, 0)
+	if n == 0 { // no step had ended: the file may never have been made
+		if err := os.Truncate(path, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -40,3 +40,15 @@ func TestStepsFile(t *testing.T) {
 		t.Errorf("the steps file: %v %v", fi.Mode(), err)
 	}
 }
+
+// A job none of whose steps had ended has no steps file: it is read as no steps, so that
+// the job is taken up again (a one-step job running at a stop).
+func TestStepsFileNeverMade(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "job.steps")
+	if got, err := readSteps(path, 0); err != nil || len(got) != 0 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if _, err := readSteps(path, 1); err == nil {
+		t.Error("a step read from no file")
+	}
+}

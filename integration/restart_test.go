@@ -22,10 +22,11 @@ import (
 	"github.com/paddockhq/paddock/transport/pathmap"
 )
 
-// startServe starts paddock serve as its own process and waits until it answers.
-func startServe(t *testing.T, bin, sock, state string, env []string) (*exec.Cmd, chan struct{}) {
+// startServe starts paddock serve as its own process, with flags, and waits until it
+// answers. At the test's end it is interrupted: with --drain it closes its sessions then.
+func startServe(t *testing.T, bin, sock, state string, env []string, flags ...string) (*exec.Cmd, chan struct{}) {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--socket", sock, "--state", state)
+	cmd := exec.Command(bin, append([]string{"serve", "--socket", sock, "--state", state}, flags...)...)
 	cmd.Env = env
 	logf, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
 	if err != nil {
@@ -94,7 +95,7 @@ func TestDaemonRestart(t *testing.T) {
 	sock := filepath.Join(dir, "run", "paddock.sock")
 	state := filepath.Join(dir, "state")
 
-	first, firstDone := startServe(t, bin, sock, state, env)
+	first, firstDone := startServe(t, bin, sock, state, env, "--drain")
 	c, err := client.New("unix://" + sock)
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +215,7 @@ func TestDaemonRestart(t *testing.T) {
 		t.Fatalf("removing the third session's container: %d %v", n, err)
 	}
 	time.Sleep(500 * time.Millisecond) // the jobs go on with no daemon
-	startServe(t, bin, sock, state, env)
+	startServe(t, bin, sock, state, env, "--drain")
 	c.Close()
 	list, err := c.Sessions(ctx)
 	if err != nil {

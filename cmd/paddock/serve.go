@@ -38,8 +38,9 @@ func defaultStateDir() string {
 
 func newServeCmd() *cobra.Command {
 	var socket, state string
+	var drain bool
 	cmd := &cobra.Command{
-		Use:   "serve [--socket PATH] [--state DIR]",
+		Use:   "serve [--socket PATH] [--state DIR] [--drain]",
 		Short: "Serve sessions over HTTP/JSON on a private unix socket",
 		Long: `Serve runs the daemon: sessions, the bash tool, file access, children, answers, jobs and
 an event stream per session, over HTTP/JSON on a unix socket (default
@@ -57,7 +58,7 @@ of any other uid is refused. Each session is opened with the settings of its wor
 			reapAtStart(cmd.Context(), log)
 			l, err := daemon.Listen(socket, log)
 			if err != nil {
-				srv.Close()
+				srv.Leave() // the sessions taken up stay for a daemon that can listen
 				return err
 			}
 			log.Info("serving", "socket", "unix://"+socket, "state", state, "pid", os.Getpid())
@@ -68,10 +69,17 @@ of any other uid is refused. Each session is opened with the settings of its wor
 			select {
 			case <-ctx.Done():
 			case err := <-done:
-				srv.Close()
+				srv.Leave()
 				return err
 			}
-			log.Info("stopping: closing every session")
+			if !drain {
+				log.Info("stopping: the sessions are left for the next daemon on this state directory")
+				srv.Leave()
+				err = <-done
+				os.Remove(socket)
+				return err
+			}
+			log.Info("stopping: closing every session (--drain)")
 			err = srv.Close()
 			if serr := <-done; err == nil {
 				err = serr
@@ -80,6 +88,7 @@ of any other uid is refused. Each session is opened with the settings of its wor
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&drain, "drain", false, "on SIGTERM or Ctrl-C close every session, ending its kernel and jobs (default: leave them for the next daemon)")
 	cmd.Flags().StringVar(&socket, "socket", daemon.DefaultSocket(), "the unix socket to listen on")
 	cmd.Flags().StringVar(&state, "state", defaultStateDir(), "where sessions' files are kept (0700)")
 	return cmd
