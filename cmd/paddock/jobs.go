@@ -134,30 +134,67 @@ func newSessionsCmd() *cobra.Command {
 			})
 		},
 	}
+	var all bool
 	closeCmd := &cobra.Command{
-		Use:   "close SESSION",
-		Short: "Close a session (a child's workspace is handed back; its report is printed)",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Use:   "close SESSION | --all",
+		Short: "Close a session, or every root session with --all (a child's workspace is handed back; its report is printed)",
+		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
+			if all {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withDaemon(host, func(c *client.Client) error {
-				s, err := c.CloseSession(cmd.Context(), args[0])
-				if err != nil {
-					return err
+				ids := args
+				if all {
+					ss, err := c.Sessions(cmd.Context())
+					if err != nil {
+						return err
+					}
+					for _, s := range ss {
+						if s.Parent == "" { // a root's close closes its children first
+							ids = append(ids, s.ID)
+						}
+					}
+				}
+				var closed []api.Session
+				conflicts := false
+				for _, id := range ids {
+					s, err := c.CloseSession(cmd.Context(), id)
+					if err != nil {
+						return err
+					}
+					closed = append(closed, s)
+					if !asJSON {
+						fmt.Fprintf(cmd.OutOrStdout(), "session %s closed\n", s.ID)
+					}
+					if h := s.Handback; h != nil {
+						if !asJSON {
+							fmt.Fprintf(cmd.OutOrStdout(), "handed back: %d taken, %d conflicts\n", len(h.Taken), len(h.Conflicts))
+						}
+						conflicts = conflicts || len(h.Conflicts) > 0
+					}
 				}
 				if asJSON {
-					return printJSON(cmd.OutOrStdout(), s)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "session %s closed\n", s.ID)
-				if h := s.Handback; h != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "handed back: %d taken, %d conflicts\n", len(h.Taken), len(h.Conflicts))
-					if len(h.Conflicts) > 0 {
-						return &codeError{code: exitConflicts}
+					var err error
+					if all {
+						err = printJSON(cmd.OutOrStdout(), closed)
+					} else {
+						err = printJSON(cmd.OutOrStdout(), closed[0])
 					}
+					if err != nil {
+						return err
+					}
+				}
+				if conflicts {
+					return &codeError{code: exitConflicts}
 				}
 				return nil
 			})
 		},
 	}
+	closeCmd.Flags().BoolVar(&all, "all", false, "close every session the daemon holds")
 	var (
 		workspace, budget, noOutput string
 		isolated                    bool
