@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 
 	"github.com/paddockhq/paddock/orchestrator"
@@ -52,36 +53,76 @@ func (t *Terminal) Notify(e orchestrator.Event) {
 	}
 }
 
-// Run asks the queued questions one by one until ctx ends or the input does.
+// Run asks the queued questions one by one until ctx ends or the input does. The input is
+// read all the time, not only while a question is shown, so that its end is seen at once
+// (attach </dev/null ends); a line typed while no question is shown answers nothing, lest
+// it answer a question the person has not seen yet.
 func (t *Terminal) Run(ctx context.Context) error {
-	for {
-		q, ok := t.next()
-		if !ok {
+	type read struct {
+		line string
+		err  error
+		gen  uint64 // the question on screen when the line was read (shows counts them)
+	}
+	var shows atomic.Uint64
+	lines := make(chan read)
+	// The reader ends at the input's end or at the first read after Run returned; a read
+	// that blocks on a terminal cannot be interrupted, so it is left to the process's end.
+	go func() {
+		for {
+			line, err := t.in.ReadString('\n')
 			select {
+			case lines <- read{line, err, shows.Load()}:
 			case <-ctx.Done():
-				return ctx.Err()
-			case <-t.wake:
-				continue
+				return
+			}
+			if err != nil {
+				return
 			}
 		}
-		fmt.Fprint(t.out, Render(q))
-		line, err := t.in.ReadString('\n')
-		if err != nil && line == "" {
-			return err
+	}()
+	var shown *orchestrator.Question
+	for {
+		if shown == nil {
+			if q, ok := t.next(); ok {
+				shows.Add(1)
+				fmt.Fprint(t.out, Render(q))
+				shown = &q
+			}
 		}
-		a := orchestrator.Answer{Client: "terminal"}
-		switch strings.ToLower(strings.TrimSpace(line)) {
-		case "y", "yes":
-			a.Approve = true
-		case "a", "always":
-			a.Approve, a.ForSession = true, true
-		}
-		err = t.answer(q.ID, a)
-		var gone *orchestrator.GoneError
-		if errors.As(err, &gone) {
-			fmt.Fprintln(t.out, "(already settled)")
-		} else if err != nil {
-			return err
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.wake:
+			continue
+		case r := <-lines:
+			if r.err != nil && r.line == "" {
+				return r.err
+			}
+			if shown == nil || r.gen != shows.Load() {
+				if r.err != nil {
+					return r.err
+				}
+				continue // read before this question was shown: it answers nothing
+			}
+			q := *shown
+			shown = nil
+			a := orchestrator.Answer{Client: "terminal"}
+			switch strings.ToLower(strings.TrimSpace(r.line)) {
+			case "y", "yes":
+				a.Approve = true
+			case "a", "always":
+				a.Approve, a.ForSession = true, true
+			}
+			err := t.answer(q.ID, a)
+			var gone *orchestrator.GoneError
+			if errors.As(err, &gone) {
+				fmt.Fprintln(t.out, "(already settled)")
+			} else if err != nil {
+				return err
+			}
+			if r.err != nil {
+				return r.err
+			}
 		}
 	}
 }

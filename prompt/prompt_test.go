@@ -3,9 +3,12 @@ package prompt
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,5 +108,47 @@ func TestTerminalOnPTY(t *testing.T) {
 	o := <-done
 	if o.err != nil || o.res.End.Kind != orchestrator.Refused || o.res.End.Code != "denied" {
 		t.Fatalf("Enter alone: %v %+v", o.err, o.res)
+	}
+}
+
+// The terminal ends when its input ends, with no question shown (attach </dev/null).
+func TestTerminalEndsAtInputEnd(t *testing.T) {
+	term := New(strings.NewReader(""), io.Discard, func(string, orchestrator.Answer) error {
+		t.Error("an answer with no question")
+		return nil
+	})
+	if err := term.Run(context.Background()); !errors.Is(err, io.EOF) {
+		t.Fatalf("Run = %v, want the input's end", err)
+	}
+}
+
+// A line typed before a question is shown answers nothing: a "y" typed ahead never
+// approves the question that comes after it.
+func TestTerminalLineBeforeQuestion(t *testing.T) {
+	r, w := io.Pipe()
+	var mu sync.Mutex
+	var answers []orchestrator.Answer
+	term := New(r, io.Discard, func(_ string, a orchestrator.Answer) error {
+		mu.Lock()
+		answers = append(answers, a)
+		mu.Unlock()
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- term.Run(context.Background()) }()
+	io.WriteString(w, "y\n")
+	// This write returns once the reader asks for more: the "y" was read and taken by Run
+	// before the question below exists.
+	io.WriteString(w, "x\n")
+	term.Notify(orchestrator.Event{Kind: orchestrator.EventQuestion, Question: &orchestrator.Question{ID: "q1", Command: "rm -rf /"}})
+	io.WriteString(w, "\n")
+	w.Close()
+	if err := <-done; !errors.Is(err, io.EOF) {
+		t.Fatalf("Run = %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(answers) != 1 || answers[0].Approve {
+		t.Fatalf("answers %+v, want one no", answers)
 	}
 }

@@ -121,21 +121,18 @@ func attach(ctx context.Context, c *client.Client, id string, in io.Reader, out,
 				return err
 			}
 			switch e.Kind {
-			case orchestrator.EventQuestion, orchestrator.EventSettled:
-				if term != nil {
-					term.Notify(orchestrator.Event{Kind: e.Kind, Question: e.Question, Settled: e.Settled})
+			case orchestrator.EventQuestion:
+				if term != nil && e.Question != nil {
+					term.Notify(orchestrator.Event{Kind: e.Kind, Question: e.Question})
 				}
-			case api.EventOutput:
-				w := out
-				if e.Output.FD == 2 {
-					w = errOut
+			case orchestrator.EventSettled:
+				if term != nil && e.Settled != nil {
+					term.Notify(orchestrator.Event{Kind: e.Kind, Settled: e.Settled})
 				}
-				io.WriteString(w, e.Output.Data)
-			case api.EventJobEnd:
-				fmt.Fprintf(errOut, "paddock: job %s: %s\n", e.Job.ID, e.Job.Result.End)
-			case api.EventClosed:
-				fmt.Fprintf(errOut, "paddock: session %s closed\n", id)
-				return nil
+			default:
+				if printEvent(e, id, out, errOut) {
+					return nil
+				}
 			}
 		case err := <-inputDone:
 			if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {

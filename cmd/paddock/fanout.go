@@ -271,9 +271,12 @@ func fanoutHosted(ctx context.Context, cmd *cobra.Command, host, workspaceDir st
 			}
 			out.Clone = kid.Clone
 			r, err := c.Bash(ctx, kid.ID, api.BashRequest{Script: script, Budget: "-1"})
-			if err != nil {
+			switch {
+			case err != nil:
 				out.Error = err.Error()
-			} else {
+			case r.Result == nil:
+				out.Error, out.End = "the daemon answered with no result", orchestrator.Failed
+			default:
 				out.Result, out.End, out.Status = r.Result, r.End.Kind, r.End.Status
 			}
 			closed, err := c.CloseSession(context.WithoutCancel(ctx), kid.ID)

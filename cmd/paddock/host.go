@@ -157,6 +157,9 @@ func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script 
 	if err := <-streamed; err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
+	if res.Result == nil {
+		return fmt.Errorf("the daemon answered with no result")
+	}
 	if asJSON {
 		if err := printJSON(out, res.Result); err != nil {
 			return err

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -37,14 +36,7 @@ func newJobsCmd() *cobra.Command {
 					return printJSON(cmd.OutOrStdout(), jobs)
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "JOB\tSTATE\tSCRIPT")
-				for _, j := range jobs {
-					state := "running"
-					if j.Done {
-						state = j.Result.End.Kind
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", j.ID, state, strings.ReplaceAll(j.Script, "\n", "; "))
-				}
+				printJobs(tw, jobs)
 				return tw.Flush()
 			})
 		},
@@ -54,9 +46,9 @@ func newJobsCmd() *cobra.Command {
 		if asJSON {
 			return printJSON(cmd.OutOrStdout(), res)
 		}
-		fmt.Fprint(cmd.OutOrStdout(), res.String())
-		if res.End.Status != 0 {
-			return &codeError{code: res.End.Status}
+		fmt.Fprint(cmd.OutOrStdout(), resultText(res))
+		if st := resultStatus(res); st != 0 {
+			return &codeError{code: st}
 		}
 		return nil
 	}
@@ -122,14 +114,7 @@ func newSessionsCmd() *cobra.Command {
 					return printJSON(cmd.OutOrStdout(), ss)
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "SESSION\tSTATE\tTRANSPORT\tJOBS\tPARENT\tWORKSPACE")
-				for _, s := range ss {
-					parent := s.Parent
-					if parent == "" {
-						parent = "-"
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.State, s.Transport, len(s.Jobs), parent, s.Workspace)
-				}
+				printSessions(tw, ss)
 				return tw.Flush()
 			})
 		},
@@ -289,10 +274,10 @@ exit status is the script's, 0 when detached.`,
 						return err
 					}
 				} else {
-					fmt.Fprint(cmd.OutOrStdout(), r.Result.String())
+					fmt.Fprint(cmd.OutOrStdout(), resultText(r.Result))
 				}
-				if r.End.Status != 0 {
-					return &codeError{code: r.End.Status}
+				if st := resultStatus(r.Result); st != 0 {
+					return &codeError{code: st}
 				}
 				return nil
 			})

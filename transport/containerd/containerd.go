@@ -46,6 +46,9 @@ const Grace = docker.Grace
 // and the one the Docker engine runs.
 var Sockets = []string{"/run/containerd/containerd.sock", "/run/docker/containerd/containerd.sock"}
 
+// DialTimeout bounds each try of Connect: the dial and the first answer.
+const DialTimeout = 5 * time.Second
+
 // Connect returns a client of the containerd at address, or of the first of Sockets that
 // answers when address is "", after checking it serves.
 func Connect(ctx context.Context, address string) (*client.Client, error) {
@@ -61,13 +64,21 @@ func Connect(ctx context.Context, address string) (*client.Client, error) {
 				continue
 			}
 		}
-		c, err := client.New(a, client.WithDefaultNamespace(Namespace), client.WithTimeout(5*time.Second))
+		c, err := client.New(a, client.WithDefaultNamespace(Namespace), client.WithTimeout(DialTimeout))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", a, err))
 			continue
 		}
-		if ok, err := c.IsServing(namespaces.WithNamespace(ctx, Namespace)); !ok || err != nil {
+		// The gRPC connection is made lazily and waits for the server to be ready: without a
+		// deadline, an address where nothing (or something else) answers waits forever.
+		actx, cancel := context.WithTimeout(ctx, DialTimeout)
+		ok, err := c.IsServing(namespaces.WithNamespace(actx, Namespace))
+		cancel()
+		if !ok || err != nil {
 			c.Close()
+			if actx.Err() != nil && ctx.Err() == nil {
+				err = fmt.Errorf("no answer within %v", DialTimeout)
+			}
 			errs = append(errs, fmt.Errorf("%s does not serve: %v", a, err))
 			continue
 		}
