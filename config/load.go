@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -241,16 +242,25 @@ func unreadable(err error) string {
 	return fmt.Sprintf("it cannot be read (%v)", err)
 }
 
-// readFile reads one settings file into a nested map with lower-case keys.
+// readFile reads the global settings file into a nested map with lower-case keys. A file in
+// which two keys of one table name the same setting is refused (see fold.go).
 func readFile(p string) (map[string]any, error) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
+	format := strings.TrimPrefix(filepath.Ext(p), ".")
+	if err := ambiguousKeys(format, data); err != nil {
+		return nil, fmt.Errorf("settings: %s: %w", p, err)
+	}
 	fv := viper.New()
-	fv.SetConfigFile(p)
-	if err := fv.ReadInConfig(); err != nil {
+	fv.SetConfigType(format)
+	if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
 		var pe viper.ConfigParseError
 		if errors.As(err, &pe) {
 			return nil, fmt.Errorf("settings: %s does not parse: %w", p, err)
 		}
-		return nil, fmt.Errorf("settings: %w", err)
+		return nil, fmt.Errorf("settings: %s: %w", p, err)
 	}
 	return fv.AllSettings(), nil
 }
