@@ -1,6 +1,7 @@
 // Package config reads Paddock's settings: flags, then PADDOCK_* environment variables, then
 // the global settings file (trusted), then a project's .paddock/settings file (untrusted: it
-// can never choose where kernels run or widen what runs unasked).
+// is decoded into Project, which holds only the few settings a project may set, within
+// bounds, so it can never choose where kernels run or widen what runs unasked).
 package config
 
 import (

@@ -12,7 +12,7 @@ import (
 	"github.com/paddockhq/paddock/orchestrator/output"
 )
 
-func write(t *testing.T, p, body string) {
+func write(t testing.TB, p, body string) {
 	t.Helper()
 	os.MkdirAll(filepath.Dir(p), 0o700)
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
@@ -61,7 +61,7 @@ output:
 		t.Fatalf("a project's harmless settings were not applied: %+v", s)
 	}
 	warned := strings.Join(l.Warnings, "\n")
-	for _, k := range []string{"kerneltransport.kind", "kerneltransport.ssh.host", "shell.autoeffects", "shell.rules", "ssh.hosts"} {
+	for _, k := range []string{`"kernelTransport"`, `"shell.autoEffects"`, `"shell.rules"`, `"ssh"`} {
 		if !strings.Contains(warned, k) {
 			t.Errorf("no warning names %s:\n%s", k, warned)
 		}
@@ -96,18 +96,6 @@ func TestPrecedence(t *testing.T) {
 	for k, src := range want {
 		if l.Sources[k] != src {
 			t.Errorf("source of %s = %q, want %q", k, l.Sources[k], src)
-		}
-	}
-}
-
-func TestProjectMay(t *testing.T) {
-	for key, want := range map[string]bool{
-		"kernelTransport": false, "kerneltransport.docker.network": false, "shell.autoEffects": false,
-		"shell.rules": false, "ssh.hosts": false, "ssh": false, "shell.blockingBudget": true,
-		"output.bytes": true, "sshx": true,
-	} {
-		if ProjectMay(key) != want {
-			t.Errorf("ProjectMay(%q) = %v", key, !want)
 		}
 	}
 }

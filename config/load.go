@@ -1,9 +1,11 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +15,7 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"golang.org/x/sys/unix"
 )
 
 // Options say where Load looks.
@@ -36,7 +39,9 @@ type Loaded struct {
 	// Sources says where each key's value came from: "flag --name", "env NAME", a file's
 	// path, or "default".
 	Sources map[string]string
-	// Warnings name what was ignored, e.g. a trusted key in a project's settings.
+	// Ignored is what of the project's settings file did not apply.
+	Ignored []Ignored
+	// Warnings name what was ignored, e.g. a key a project's settings may not set.
 	Warnings []string
 }
 
@@ -64,7 +69,25 @@ func find(dir string) string {
 
 // Load reads the settings: flags, then PADDOCK_* environment variables (PADDOCK_SHELL_AUTOEFFECTS
 // for shell.autoEffects), then the global file, then the project's file, then the defaults.
+// The project's file is decoded by DecodeProject: only what a project may set applies, below
+// every trusted source; the rest is in Ignored and Warnings.
 func Load(o Options) (*Loaded, error) {
+	var pf *projectFile
+	if o.Workspace != "" {
+		pf = readProject(o.Workspace)
+	}
+	return load(o, pf)
+}
+
+// projectFile is a project's settings file as read: its path and bytes, or why it was not read.
+type projectFile struct {
+	path   string
+	data   []byte
+	unread *Ignored
+}
+
+// load is Load with the project's file already read (nil: there is none).
+func load(o Options, pf *projectFile) (*Loaded, error) {
 	l := &Loaded{Sources: map[string]string{}}
 	v := viper.New()
 	defaults, err := flatMap(Defaults())
@@ -75,24 +98,20 @@ func Load(o Options) (*Loaded, error) {
 		v.SetDefault(k, val)
 	}
 	var project, global map[string]any
-	if o.Workspace != "" {
-		if p := find(filepath.Join(o.Workspace, ".paddock")); p != "" {
-			all, err := readFile(p)
-			if err != nil {
-				return nil, err
-			}
-			project = map[string]any{}
-			for k, val := range flatten("", all) {
-				if ProjectMay(k) {
-					project[k] = val
-				} else {
-					l.Warnings = append(l.Warnings, fmt.Sprintf("%s: %s is ignored: a project's settings cannot set it; set it in %s", p, k, filepath.Join(Dir(), "settings.yaml")))
-				}
-			}
-			l.Files = append(l.Files, p)
-			if err := v.MergeConfigMap(nest(project)); err != nil {
-				return nil, err
-			}
+	if pf != nil {
+		l.Files = append(l.Files, pf.path)
+		var p Project
+		if pf.unread != nil {
+			l.Ignored = []Ignored{*pf.unread}
+		} else {
+			p, l.Ignored = DecodeProject(pf.path, pf.data)
+		}
+		for _, ig := range l.Ignored {
+			l.Warnings = append(l.Warnings, ig.String())
+		}
+		project = p.values()
+		if err := v.MergeConfigMap(nest(project)); err != nil {
+			return nil, err
 		}
 	}
 	gf := o.GlobalFile
@@ -160,16 +179,88 @@ func has(m map[string]any, k string) bool {
 	return ok
 }
 
-// readFile reads one settings file into a nested map with lower-case keys.
+// readProject reads the first of workspace/.paddock/settings.{json,yaml,yml,toml} that
+// exists; nil when none does. Neither .paddock nor the file is followed when it is a symbolic
+// link, and only a regular file of at most MaxProjectFileBytes is read: a project cannot make
+// the host read another file, block on a FIFO or read without end from a device.
+func readProject(workspace string) *projectFile {
+	dir := filepath.Join(workspace, ".paddock")
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		// A link opened with O_NOFOLLOW|O_DIRECTORY is ENOTDIR, like a plain file: tell them apart.
+		if errors.Is(err, unix.ENOTDIR) {
+			if fi, lerr := os.Lstat(dir); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+				err = unix.ELOOP
+			}
+		}
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			return nil
+		}
+		return &projectFile{path: dir, unread: &Ignored{File: dir, code: IgnoredUnreadable, reason: unreadable(err)}}
+	}
+	defer unix.Close(dfd)
+	for _, ext := range extensions {
+		p := filepath.Join(dir, "settings."+ext)
+		fd, err := unix.Openat(dfd, "settings."+ext, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		pf := &projectFile{path: p}
+		if err != nil {
+			pf.unread = &Ignored{File: p, code: IgnoredUnreadable, reason: unreadable(err)}
+			return pf
+		}
+		f := os.NewFile(uintptr(fd), p)
+		defer f.Close()
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			pf.unread = &Ignored{File: p, code: IgnoredUnreadable, reason: unreadable(err)}
+			return pf
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			pf.unread = &Ignored{File: p, code: IgnoredUnreadable, reason: "it is not a regular file"}
+			return pf
+		}
+		data, err := io.ReadAll(io.LimitReader(f, MaxProjectFileBytes+1))
+		switch {
+		case err != nil:
+			pf.unread = &Ignored{File: p, code: IgnoredUnreadable, reason: unreadable(err)}
+		case len(data) > MaxProjectFileBytes:
+			pf.unread = &Ignored{File: p, code: IgnoredUnreadable, reason: fmt.Sprintf("it is over %d bytes", MaxProjectFileBytes)}
+		default:
+			pf.data = data
+		}
+		return pf
+	}
+	return nil
+}
+
+func unreadable(err error) string {
+	if errors.Is(err, unix.ELOOP) {
+		return "it is a symbolic link"
+	}
+	return fmt.Sprintf("it cannot be read (%v)", err)
+}
+
+// readFile reads the global settings file into a nested map with lower-case keys. A file in
+// which two keys of one table name the same setting is refused (see fold.go).
 func readFile(p string) (map[string]any, error) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
+	format := strings.TrimPrefix(filepath.Ext(p), ".")
+	if err := ambiguousKeys(format, data); err != nil {
+		return nil, fmt.Errorf("settings: %s: %w", p, err)
+	}
 	fv := viper.New()
-	fv.SetConfigFile(p)
-	if err := fv.ReadInConfig(); err != nil {
+	fv.SetConfigType(format)
+	if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
 		var pe viper.ConfigParseError
 		if errors.As(err, &pe) {
 			return nil, fmt.Errorf("settings: %s does not parse: %w", p, err)
 		}
-		return nil, fmt.Errorf("settings: %w", err)
+		return nil, fmt.Errorf("settings: %s: %w", p, err)
 	}
 	return fv.AllSettings(), nil
 }
