@@ -27,11 +27,8 @@ func (s *Session) fsHandlers() map[string]Handler {
 }
 
 // askAccess puts a file access to the approval route and records the verdict.
-func (s *Session) askAccess(ctx context.Context, op FSOp, e policy.Effects) (bool, string) {
-	what := "fs.read " + op.Sandbox
-	if op.Write {
-		what = "fs.write " + op.Sandbox
-	}
+func (s *Session) askAccess(ctx context.Context, op FSOp, e policy.Effects) FSAnswer {
+	what := accessCommand(op)
 	q := Question{ID: newQuestionID(), Session: s.id, Step: -1, Command: policy.Quote([]string{what}), Effects: e.Strings()}
 	if s.parent != nil {
 		q.Subagent = s.name
@@ -41,5 +38,13 @@ func (s *Session) askAccess(ctx context.Context, op FSOp, e policy.Effects) (boo
 		s.pgate.record(auditRecord{Session: s.id, Subagent: s.name, Step: -1, Command: what, Effects: e.Strings(),
 			Question: q.ID, DecidedBy: r.Outcome, At: r.At, By: r.By, Outcome: r.Outcome})
 	}
-	return r.Run, r.Code
+	return FSAnswer{Run: r.Run, Code: r.Code, Question: q.ID, Outcome: r.Outcome, At: r.At, By: r.By}
+}
+
+// accessCommand is how a file access reads in a question and a record: fs.read <path>.
+func accessCommand(op FSOp) string {
+	if op.Write {
+		return "fs.write " + op.Sandbox
+	}
+	return "fs.read " + op.Sandbox
 }
