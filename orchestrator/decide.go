@@ -2,14 +2,9 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/paddockhq/paddock/policy"
 	"github.com/paddockhq/paddock/script"
@@ -28,8 +23,9 @@ type Policy struct {
 	Rules []policy.ShellRule
 	// Settings are the settings files loaded: each is protected.
 	Settings []string
-	// AuditFile receives every verdict as a JSON line (created 0600); "": audit.jsonl in
-	// the session's state directory, when it has one.
+	// AuditFile receives every verdict as a JSON line (created 0600): every step's, and
+	// every file access's (fs.read, fs.write); "": audit.jsonl in the session's state
+	// directory, when it has one.
 	AuditFile string
 }
 
@@ -43,10 +39,9 @@ type policyGate struct {
 
 	mu           sync.Mutex
 	sessionRules []policy.ShellRule // guarded by mu: "allow for the rest of the session"
-	audit        *os.File           // guarded by mu
 }
 
-func newPolicyGate(s *Session, p Policy) (*policyGate, error) {
+func newPolicyGate(s *Session, p Policy) *policyGate {
 	g := &policyGate{s: s, pctx: p.Context, auto: policy.DefaultAutoSet(), rules: p.Rules}
 	if p.Auto != nil {
 		g.auto = *p.Auto
@@ -63,17 +58,7 @@ func newPolicyGate(s *Session, p Policy) (*policyGate, error) {
 			}
 		}
 	}
-	if p.AuditFile == "" && s.cfg.StateDir != "" {
-		p.AuditFile = filepath.Join(s.cfg.StateDir, "audit.jsonl")
-	}
-	if p.AuditFile != "" {
-		f, err := os.OpenFile(p.AuditFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("audit file: %w", err)
-		}
-		g.audit = f
-	}
-	return g, nil
+	return g
 }
 
 // Decide gives a step its effects and decides it, asking up the chain when it must.
@@ -102,7 +87,7 @@ func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 		}
 	case policy.Refuse:
 		v.Code, v.Message = "denied", "a rule denies it: "+rule.String()
-		rec.DecidedBy, rec.Outcome = "rule", "denied"
+		rec.DecidedBy, rec.Outcome, rec.Code = "rule", "denied", v.Code
 	default:
 		q := Question{ID: newQuestionID(), Session: g.s.id, Step: step.Index, Command: step.Command, Effects: e.Strings()}
 		if g.s.parent != nil {
@@ -118,9 +103,10 @@ func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 		}
 		if !v.Run {
 			v.Message = refusalGuidance(v.Code)
+			rec.Code = v.Code
 		}
 	}
-	g.record(rec)
+	g.s.audit.record(rec)
 	return v
 }
 
@@ -185,44 +171,6 @@ func refusalGuidance(code string) string {
 		return "the step was cancelled before it was answered"
 	}
 	return ""
-}
-
-// auditRecord is one verdict, as logged and kept in the audit file.
-type auditRecord struct {
-	Time      time.Time `json:"time"`
-	Session   string    `json:"session"`
-	Subagent  string    `json:"subagent,omitempty"`
-	Step      int       `json:"step"`
-	Command   string    `json:"command"`
-	Effects   []string  `json:"effects"`
-	Question  string    `json:"question,omitempty"`
-	DecidedBy string    `json:"decided_by"` // auto, rule, approved/denied (a client), gateway, unanswered, cancelled
-	At        string    `json:"at,omitempty"`
-	By        string    `json:"by,omitempty"`
-	Outcome   string    `json:"outcome"`
-	Rule      string    `json:"rule,omitempty"`
-}
-
-func (g *policyGate) record(rec auditRecord) {
-	rec.Time = time.Now().UTC()
-	g.s.log.Info("verdict", slog.String("subagent", rec.Subagent), slog.Int("step", rec.Step),
-		slog.String("command", rec.Command), slog.Any("effects", rec.Effects), slog.String("decided_by", rec.DecidedBy),
-		slog.String("at", rec.At), slog.String("by", rec.By), slog.String("outcome", rec.Outcome), slog.String("rule", rec.Rule))
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.audit != nil {
-		b, _ := json.Marshal(rec)
-		g.audit.Write(append(b, '\n'))
-	}
-}
-
-func (g *policyGate) close() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.audit != nil {
-		g.audit.Close()
-		g.audit = nil
-	}
 }
 
 // literalWords are the leading words of a command that are literal text.

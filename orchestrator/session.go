@@ -47,7 +47,8 @@ type Config struct {
 	Handlers map[string]Handler
 	// Policy decides each step: its effects, the rules, the auto set, the approval route.
 	Policy Policy
-	// Gatekeeper, when set, decides each step instead of the policy.
+	// Gatekeeper, when set, decides each step instead of the policy; its verdicts are
+	// recorded in the audit as the policy's are.
 	Gatekeeper Gatekeeper
 	// Budget is how long a call blocks before it settles detached and goes on as a job;
 	// 0: calls block to their end.
@@ -85,7 +86,7 @@ type Session struct {
 	child   *child     // what a child keeps of its spawn
 	clients clients    // attached clients and the questions shown to them
 	gate    Gatekeeper // decides each step
-	pgate   *policyGate
+	audit   *auditLog  // every verdict: the steps' and the file accesses'
 
 	jobs  jobs
 	kids  children        // children started with scripts
@@ -131,9 +132,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	c, err := s.start(ctx)
 	if err != nil {
 		s.end()
-		if s.pgate != nil {
-			s.pgate.close()
-		}
+		s.audit.close()
 		return nil, err
 	}
 	s.c = c
@@ -174,14 +173,17 @@ func newSession(cfg Config) (*Session, error) {
 	}
 	s := &Session{cfg: cfg, id: cfg.ID, log: cfg.Log.With("session", cfg.ID), cwd: cwd,
 		parent: cfg.parent, name: cfg.name, child: cfg.child}
+	auditFile := cfg.Policy.AuditFile
+	if auditFile == "" && cfg.StateDir != "" {
+		auditFile = filepath.Join(cfg.StateDir, "audit.jsonl")
+	}
+	if s.audit, err = openAudit(auditFile, s.log); err != nil {
+		return nil, err
+	}
 	s.life, s.end = context.WithCancel(context.Background())
-	s.gate = cfg.Gatekeeper
-	if s.gate == nil {
-		if s.pgate, err = newPolicyGate(s, cfg.Policy); err != nil {
-			s.end()
-			return nil, err
-		}
-		s.gate = s.pgate
+	s.gate = recordedGate{g: cfg.Gatekeeper, s: s}
+	if cfg.Gatekeeper == nil {
+		s.gate = newPolicyGate(s, cfg.Policy)
 	}
 	return s, nil
 }
@@ -294,9 +296,7 @@ func (s *Session) Close() error {
 	s.end()
 	s.wg.Wait()
 	err := c.close()
-	if s.pgate != nil {
-		s.pgate.close()
-	}
+	s.audit.close()
 	if herr := s.handBack(context.Background()); herr != nil {
 		return herr
 	}
