@@ -90,6 +90,9 @@ func (r recordedGate) Decide(ctx context.Context, step Step) Verdict {
 	v := r.g.Decide(ctx, step)
 	rec := auditRecord{Session: r.s.id, Subagent: r.s.name, Step: step.Index, Command: step.Command, Effects: v.Effects,
 		DecidedBy: "gatekeeper", Outcome: "run"}
+	if rec.Effects == nil {
+		rec.Effects = []string{} // as a policy verdict's: a list, though empty
+	}
 	if !v.Run {
 		rec.Outcome, rec.Code = "refused", v.Code
 	}
