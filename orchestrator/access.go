@@ -24,23 +24,31 @@ func (s *Session) fsHandlers() map[string]Handler {
 		Ephemeral: s.cfg.Ephemeral,
 		Auto:      s.cfg.Policy.Auto,
 		Ask:       s.askAccess,
+		Record:    s.recordAccess,
 	})
 }
 
-// askAccess puts a file access to the approval route and records the verdict.
-func (s *Session) askAccess(ctx context.Context, op FSOp, e policy.Effects) (bool, string) {
-	what := "fs.read " + op.Sandbox
-	if op.Write {
-		what = "fs.write " + op.Sandbox
-	}
-	q := Question{ID: newQuestionID(), Session: s.id, Step: -1, Command: policy.Quote([]string{what}), Effects: e.Strings()}
+// askAccess puts a file access to the approval route.
+func (s *Session) askAccess(ctx context.Context, op FSOp, e policy.Effects) FSAnswer {
+	q := Question{ID: newQuestionID(), Session: s.id, Step: -1, Command: policy.Quote([]string{accessCommand(op)}), Effects: e.Strings()}
 	if s.parent != nil {
 		q.Subagent = s.name
 	}
 	r := s.route(ctx, q, e)
-	if s.pgate != nil {
-		s.pgate.record(auditRecord{Session: s.id, Subagent: s.name, Step: -1, Command: what, Effects: e.Strings(),
-			Question: q.ID, DecidedBy: r.Outcome, At: r.At, By: r.By, Outcome: r.Outcome})
+	return FSAnswer{Run: r.Run, Code: r.Code, Question: q.ID, Outcome: r.Outcome, At: r.At, By: r.By}
+}
+
+// recordAccess keeps a file access's verdict in the session's audit, as a step's is kept.
+func (s *Session) recordAccess(r FSRecord) {
+	s.audit.record(auditRecord{Session: s.id, Subagent: s.name, Step: -1, Command: accessCommand(r.Op), Host: r.Op.Host,
+		Effects: r.Effects.Strings(), Question: r.Question, DecidedBy: r.DecidedBy, At: r.At, By: r.By,
+		Outcome: r.Outcome, Code: r.Code})
+}
+
+// accessCommand is how a file access reads in a question and a record: fs.read <path>.
+func accessCommand(op FSOp) string {
+	if op.Write {
+		return "fs.write " + op.Sandbox
 	}
-	return r.Run, r.Code
+	return "fs.read " + op.Sandbox
 }

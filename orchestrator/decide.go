@@ -2,14 +2,9 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/paddockhq/paddock/policy"
 	"github.com/paddockhq/paddock/script"
@@ -28,8 +23,9 @@ type Policy struct {
 	Rules []policy.ShellRule
 	// Settings are the settings files loaded: each is protected.
 	Settings []string
-	// AuditFile receives every verdict as a JSON line (created 0600); "": audit.jsonl in
-	// the session's state directory, when it has one.
+	// AuditFile receives every verdict as a JSON line (created 0600): every step's, and
+	// every file access's (fs.read, fs.write); "": audit.jsonl in the session's state
+	// directory, when it has one.
 	AuditFile string
 }
 
@@ -45,10 +41,9 @@ type policyGate struct {
 
 	mu           sync.Mutex
 	sessionRules []policy.ShellRule // guarded by mu: "allow for the rest of the session"
-	audit        *os.File           // guarded by mu
 }
 
-func newPolicyGate(s *Session, p Policy) (*policyGate, error) {
+func newPolicyGate(s *Session, p Policy) *policyGate {
 	g := &policyGate{s: s, pctx: p.Context, auto: policy.DefaultAutoSet(), rules: p.Rules}
 	if p.Auto != nil {
 		g.auto = *p.Auto
@@ -56,9 +51,11 @@ func newPolicyGate(s *Session, p Policy) (*policyGate, error) {
 	if g.pctx == nil {
 		g.pctx = &policy.Context{Cwd: s.cwd, Env: s.cfg.Env, Roots: []string{s.cfg.Workspace}, Settings: p.Settings, Ephemeral: s.cfg.Ephemeral}
 		g.pctx.Home, g.pctx.HostEnv, g.pctx.ConfigDir, g.pctx.Secrets = s.hostFacts()
-		if s.cfg.PathMap != nil && g.pctx.Home == "" {
-			// The credential stores are the host's: a sandbox's HOME is not where they are.
-			g.pctx.Home, _ = os.UserHomeDir()
+		if s.cfg.PathMap != nil {
+			if g.pctx.Home == "" {
+				// The credential stores are the host's: a sandbox's HOME is not where they are.
+				g.pctx.Home, _ = os.UserHomeDir()
+			}
 			m := s.cfg.PathMap
 			g.pctx.ToHost = func(p string) (string, bool) {
 				h, err := m.ToHost(p)
@@ -66,17 +63,7 @@ func newPolicyGate(s *Session, p Policy) (*policyGate, error) {
 			}
 		}
 	}
-	if p.AuditFile == "" && s.cfg.StateDir != "" {
-		p.AuditFile = filepath.Join(s.cfg.StateDir, "audit.jsonl")
-	}
-	if p.AuditFile != "" {
-		f, err := os.OpenFile(p.AuditFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("audit file: %w", err)
-		}
-		g.audit = f
-	}
-	return g, nil
+	return g
 }
 
 // Decide gives a step its effects and decides it, asking up the chain when it must.
@@ -94,10 +81,13 @@ func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 		v := g.keeper.Decide(ctx, step)
 		v.Effects = e.Strings()
 		rec := auditRecord{Session: g.s.id, Subagent: g.s.name, Step: step.Index, Command: step.Command, Effects: v.Effects, DecidedBy: "gatekeeper", Outcome: "run"}
-		if !v.Run {
-			rec.Outcome = v.Code
+		if rec.Effects == nil {
+			rec.Effects = []string{} // as every record's: a list, though empty
 		}
-		g.record(rec)
+		if !v.Run {
+			rec.Outcome, rec.Code = "refused", v.Code
+		}
+		g.s.audit.record(rec)
 		return v
 	}
 	g.mu.Lock()
@@ -115,7 +105,7 @@ func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 		}
 	case policy.Refuse:
 		v.Code, v.Message = "denied", "a rule denies it: "+rule.String()
-		rec.DecidedBy, rec.Outcome = "rule", "denied"
+		rec.DecidedBy, rec.Outcome, rec.Code = "rule", "denied", v.Code
 	default:
 		q := Question{ID: newQuestionID(), Session: g.s.id, Step: step.Index, Command: step.Command, Effects: e.Strings()}
 		if g.s.parent != nil {
@@ -131,9 +121,10 @@ func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 		}
 		if !v.Run {
 			v.Message = refusalGuidance(v.Code)
+			rec.Code = v.Code
 		}
 	}
-	g.record(rec)
+	g.s.audit.record(rec)
 	return v
 }
 
@@ -198,44 +189,6 @@ func refusalGuidance(code string) string {
 		return "the step was cancelled before it was answered"
 	}
 	return ""
-}
-
-// auditRecord is one verdict, as logged and kept in the audit file.
-type auditRecord struct {
-	Time      time.Time `json:"time"`
-	Session   string    `json:"session"`
-	Subagent  string    `json:"subagent,omitempty"`
-	Step      int       `json:"step"`
-	Command   string    `json:"command"`
-	Effects   []string  `json:"effects"`
-	Question  string    `json:"question,omitempty"`
-	DecidedBy string    `json:"decided_by"` // auto, rule, approved/denied (a client), gateway, unanswered, cancelled
-	At        string    `json:"at,omitempty"`
-	By        string    `json:"by,omitempty"`
-	Outcome   string    `json:"outcome"`
-	Rule      string    `json:"rule,omitempty"`
-}
-
-func (g *policyGate) record(rec auditRecord) {
-	rec.Time = time.Now().UTC()
-	g.s.log.Info("verdict", slog.String("subagent", rec.Subagent), slog.Int("step", rec.Step),
-		slog.String("command", rec.Command), slog.Any("effects", rec.Effects), slog.String("decided_by", rec.DecidedBy),
-		slog.String("at", rec.At), slog.String("by", rec.By), slog.String("outcome", rec.Outcome), slog.String("rule", rec.Rule))
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.audit != nil {
-		b, _ := json.Marshal(rec)
-		g.audit.Write(append(b, '\n'))
-	}
-}
-
-func (g *policyGate) close() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.audit != nil {
-		g.audit.Close()
-		g.audit = nil
-	}
 }
 
 // literalWords are the leading words of a command that are literal text.

@@ -74,7 +74,7 @@ func (g *policyGate) decideRequest(ctx context.Context, what string, e policy.Ef
 	rec := auditRecord{Session: g.s.id, Subagent: g.s.name, Step: -1, Command: what, Effects: e.Strings()}
 	if g.auto.Decide(e) == policy.Run {
 		rec.DecidedBy, rec.Outcome = "auto", "run"
-		g.record(rec)
+		g.s.audit.record(rec)
 		return true, ""
 	}
 	q := Question{ID: newQuestionID(), Session: g.s.id, Step: -1, Command: policy.Quote([]string{what}), Effects: e.Strings()}
@@ -83,6 +83,6 @@ func (g *policyGate) decideRequest(ctx context.Context, what string, e policy.Ef
 	}
 	r := g.s.route(ctx, q, e)
 	rec.Question, rec.DecidedBy, rec.At, rec.By, rec.Outcome = q.ID, r.Outcome, r.At, r.By, r.Outcome
-	g.record(rec)
+	g.s.audit.record(rec)
 	return r.Run, r.Code
 }

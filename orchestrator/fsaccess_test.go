@@ -238,9 +238,9 @@ func TestFSSecretReadNeedsYes(t *testing.T) {
 	f := newFSFixture(t)
 	for _, yes := range []bool{false, true} {
 		var asked []policy.Effects
-		f.h = FSHandlers(f.config(mustAuto(t, "read", "write", "exec", "net", "outside", "protected"), func(_ context.Context, op FSOp, e policy.Effects) (bool, string) {
+		f.h = FSHandlers(f.config(mustAuto(t, "read", "write", "exec", "net", "outside", "protected"), func(_ context.Context, op FSOp, e policy.Effects) FSAnswer {
 			asked = append(asked, e)
-			return yes, "denied"
+			return FSAnswer{Run: yes, Code: "denied"}
 		}))
 		r, err := f.call(TypeFSRead, FSReadRequest{Path: "/home/.ssh/id_ed25519"})
 		if len(asked) != 1 || !asked[0].Has(policy.Secret|policy.Read) {
@@ -270,7 +270,7 @@ func TestFSWriteDecidedByAutoSet(t *testing.T) {
 		}
 		f := newFSFixture(t)
 		asked := 0
-		f.h = FSHandlers(f.config(mustAuto(t, set...), func(context.Context, FSOp, policy.Effects) (bool, string) { asked++; return false, "denied" }))
+		f.h = FSHandlers(f.config(mustAuto(t, set...), func(context.Context, FSOp, policy.Effects) FSAnswer { asked++; return FSAnswer{Code: "denied"} }))
 		if _, err := f.call(TypeFSWrite, FSWriteRequest{Path: "/home/.ssh/authorized_keys", Content: "x"}); !errors.Is(err, &FSError{Reason: FSNeedsYes}) {
 			t.Errorf("auto %v: a secret write: %v", set, err)
 		}

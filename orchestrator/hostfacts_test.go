@@ -272,7 +272,7 @@ func TestGatekeeperRecorded(t *testing.T) {
 	}
 	b, _ := os.ReadFile(audit)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], `"outcome":"run"`) || !strings.Contains(lines[1], `"outcome":"denied"`) ||
+	if len(lines) != 2 || !strings.Contains(lines[0], `"outcome":"run"`) || !strings.Contains(lines[1], `"outcome":"refused","code":"denied"`) ||
 		!strings.Contains(lines[1], `"effects":["write"]`) {
 		t.Fatalf("audit:\n%s", b)
 	}

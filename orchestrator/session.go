@@ -50,7 +50,7 @@ type Config struct {
 	Policy Policy
 	// Gatekeeper, when set, decides each step in place of the auto set, the rules and the
 	// approval route: the policy still gives the step its effects, and every verdict is
-	// recorded. Host requests are not its to decide.
+	// recorded in the audit as the policy's are. Host requests are not its to decide.
 	Gatekeeper Gatekeeper
 	// Budget is how long a call blocks before it settles detached and goes on as a job;
 	// 0: calls block to their end.
@@ -89,12 +89,13 @@ type Session struct {
 	log *slog.Logger
 	cwd string // the sandbox path of the workspace
 
-	parent  *Session   // nil for a root session
-	name    string     // a child's name, shown with its questions
-	child   *child     // what a child keeps of its spawn
-	clients clients    // attached clients and the questions shown to them
-	gate    Gatekeeper // decides each step
-	pgate   *policyGate
+	parent  *Session    // nil for a root session
+	name    string      // a child's name, shown with its questions
+	child   *child      // what a child keeps of its spawn
+	clients clients     // attached clients and the questions shown to them
+	gate    Gatekeeper  // decides each step
+	pgate   *policyGate // the policy's gate: gate, or around the Gatekeeper the session was given
+	audit   *auditLog   // every verdict: the steps' and the file accesses'
 
 	jobs  jobs
 	kids  children        // children started with scripts
@@ -140,9 +141,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	c, err := s.start(ctx)
 	if err != nil {
 		s.end()
-		if s.pgate != nil {
-			s.pgate.close()
-		}
+		s.audit.close()
 		return nil, err
 	}
 	s.c = c
@@ -186,11 +185,15 @@ func newSession(cfg Config) (*Session, error) {
 	}
 	s := &Session{cfg: cfg, id: cfg.ID, log: cfg.Log.With("session", cfg.ID), cwd: cwd,
 		parent: cfg.parent, name: cfg.name, child: cfg.child}
-	s.life, s.end = context.WithCancel(context.Background())
-	if s.pgate, err = newPolicyGate(s, cfg.Policy); err != nil {
-		s.end()
+	auditFile := cfg.Policy.AuditFile
+	if auditFile == "" && cfg.StateDir != "" {
+		auditFile = filepath.Join(cfg.StateDir, "audit.jsonl")
+	}
+	if s.audit, err = openAudit(auditFile, s.log); err != nil {
 		return nil, err
 	}
+	s.life, s.end = context.WithCancel(context.Background())
+	s.pgate = newPolicyGate(s, cfg.Policy)
 	s.pgate.keeper = cfg.Gatekeeper
 	s.gate = s.pgate
 	return s, nil
@@ -302,9 +305,7 @@ func (s *Session) Close() error {
 	s.end()
 	s.wg.Wait()
 	err := c.close()
-	if s.pgate != nil {
-		s.pgate.close()
-	}
+	s.audit.close()
 	if herr := s.handBack(context.Background()); herr != nil {
 		return herr
 	}

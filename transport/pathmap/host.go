@@ -233,3 +233,60 @@ func (w *walker) walk(p string) error {
 	}
 	return nil
 }
+
+// Location is where a sandbox path lies on the host, for opening it beneath its mount
+// without following links: Root is the real directory of the deepest mount holding it and
+// Rel the path on from there (clean, relative, "." for Root itself). Root/Rel is the path
+// ToHost gives: neither Root nor the existing part of Rel held a symlink when it was
+// resolved, so an open of Rel beneath Root that follows no link reaches the file resolved,
+// or fails if anything was swapped for a link since.
+type Location struct {
+	Root string
+	Rel  string
+	// ReadOnly: a write there is refused, by the mount of the path asked for or by the
+	// mount whose directory holds where it leads (a link in a writable mount does not
+	// make a read-only one writable).
+	ReadOnly bool
+}
+
+// Host is the host path of the location, Root/Rel.
+func (l Location) Host() string { return path.Join(l.Root, l.Rel) }
+
+// Locate maps a sandbox path as ToHost does (with its refusals) and says beneath which
+// mount's real directory it lies. Of the mounts whose real directories hold it, the deepest
+// is its Root; it is read-only when the mount asked is, or when every mount at that depth
+// is.
+func (m *Map) Locate(sandbox string) (Location, error) {
+	return m.locate(osFS{}, sandbox)
+}
+
+func (m *Map) locate(fsys statFS, sandbox string) (Location, error) {
+	real, err := m.toHost(fsys, sandbox)
+	if err != nil {
+		return Location{}, err
+	}
+	asked, _ := m.Mount(sandbox)
+	var loc Location
+	allRO := true
+	for _, mt := range m.list() {
+		dir, err := resolve(fsys, mt.Host)
+		if err != nil || !holds(dir, real) {
+			continue
+		}
+		switch {
+		case loc.Root == "" || len(dir) > len(loc.Root):
+			loc.Root, allRO = dir, mt.ReadOnly
+		case len(dir) == len(loc.Root):
+			allRO = allRO && mt.ReadOnly
+		}
+	}
+	if loc.Root == "" { // the mounts moved since toHost looked
+		return Location{}, &Refusal{Code: Escapes, Sandbox: sandbox}
+	}
+	loc.ReadOnly = asked.ReadOnly || allRO
+	loc.Rel = "."
+	if real != loc.Root {
+		loc.Rel = strings.TrimPrefix(real[len(loc.Root):], "/")
+	}
+	return loc, nil
+}
