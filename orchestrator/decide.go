@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -31,6 +30,10 @@ type Policy struct {
 	// AuditFile receives every verdict as a JSON line (created 0600); "": audit.jsonl in
 	// the session's state directory, when it has one.
 	AuditFile string
+	// Own are Paddock's own places to keep from the session beyond this host's defaults
+	// (package place), its audit file and its kernel's listening directory: a daemon's state
+	// directory and socket, say.
+	Own policy.Own
 }
 
 // policyGate is a session's own gatekeeper: the policy gives a step's effects, the rules and
@@ -52,7 +55,8 @@ func newPolicyGate(s *Session, p Policy) (*policyGate, error) {
 		g.auto = *p.Auto
 	}
 	if g.pctx == nil {
-		g.pctx = &policy.Context{Cwd: s.cwd, Env: s.cfg.Env, Roots: []string{s.cfg.Workspace}, Settings: p.Settings, Ephemeral: s.cfg.Ephemeral}
+		g.pctx = &policy.Context{Cwd: s.cwd, Env: s.cfg.Env, Roots: []string{s.cfg.Workspace}, Settings: p.Settings,
+			Ephemeral: s.cfg.Ephemeral, Own: OwnPlaces(s.cfg)}
 		if s.cfg.PathMap != nil {
 			// The credential stores are the host's: a sandbox's HOME is not where they are.
 			g.pctx.Home, _ = os.UserHomeDir()
@@ -63,11 +67,8 @@ func newPolicyGate(s *Session, p Policy) (*policyGate, error) {
 			}
 		}
 	}
-	if p.AuditFile == "" && s.cfg.StateDir != "" {
-		p.AuditFile = filepath.Join(s.cfg.StateDir, "audit.jsonl")
-	}
-	if p.AuditFile != "" {
-		f, err := os.OpenFile(p.AuditFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if audit := auditFile(s.cfg); audit != "" {
+		f, err := os.OpenFile(audit, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("audit file: %w", err)
 		}

@@ -104,6 +104,8 @@ type FSConfig struct {
 	Settings []string
 	// Ephemeral says the sandbox is removed at its end (a fresh container).
 	Ephemeral bool
+	// Own are Paddock's own places, kept from the sandbox.
+	Own policy.Own
 	// Auto is the auto set; nil: policy.DefaultAutoSet().
 	Auto *policy.AutoSet
 	// Ask asks a person about an access the auto set does not grant; nil refuses it.
@@ -127,7 +129,7 @@ func FSHandlers(c FSConfig) map[string]Handler {
 		if c.Auto != nil {
 			auto = *c.Auto
 		}
-		pctx := &policy.Context{Cwd: "/", Env: c.Env, Home: c.Home, Roots: c.Roots, Settings: c.Settings, Ephemeral: c.Ephemeral}
+		pctx := &policy.Context{Cwd: "/", Env: c.Env, Home: c.Home, Roots: c.Roots, Settings: c.Settings, Ephemeral: c.Ephemeral, Own: c.Own}
 		if m := c.PathMap; m != nil {
 			pctx.ToHost = func(p string) (string, bool) {
 				h, err := m.ToHost(p)
