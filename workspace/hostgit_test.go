@@ -91,3 +91,34 @@ func TestListHonoursUserExcludes(t *testing.T) {
 	git(t, root, "config", "core.excludesFile", filepath.Join(home, "repo-ignore"))
 	check("the repository's", []string{"a.txt", "b.user", "d.xdg"}, "*.repo")
 }
+
+// A repository owned by another user is one git refuses to read (safe.directory is honoured
+// only from the global configuration, which the host's git does not read): the workspace is
+// listed without git, with its .gitignore files, and none of its programs runs.
+// law: host_git_hardened
+func TestHostGitOthersRepository(t *testing.T) {
+	needGit(t)
+	if os.Geteuid() != 0 {
+		t.Skip("not root: cannot give a repository to another user")
+	}
+	tr := gitexectest.New(t)
+	ws := tr.Repo(t, gitexectest.Plain)
+	// Left out by git alone: a listing that has it did not read the repository.
+	os.WriteFile(filepath.Join(ws, ".git", "info", "exclude"), []byte("excluded.txt\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "excluded.txt"), []byte("x\n"), 0o644)
+	if err := filepath.Walk(filepath.Dir(ws), func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, 65534, 65534)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := listed(t, ws)
+	if want := []string{".gitattributes", ".gitignore", "a.txt", "b.dat", "c.txt", "excluded.txt", "m.md"}; !slices.Equal(files, want) {
+		t.Errorf("listed %v, want %v", files, want)
+	}
+	if got := tr.Sprung(t); len(got) > 0 {
+		t.Errorf("the host ran %v", got)
+	}
+}
