@@ -6,24 +6,19 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddockhq/paddock/place"
 )
 
 // SocketName is the socket's name in its directory.
 const SocketName = "paddock.sock"
 
 // DefaultDir is the default socket directory: $TMPDIR/paddock-<uid>, /tmp when TMPDIR is
-// unset.
-func DefaultDir() string {
-	tmp := os.Getenv("TMPDIR")
-	if tmp == "" {
-		tmp = "/tmp"
-	}
-	return filepath.Join(tmp, "paddock-"+strconv.Itoa(os.Getuid()))
-}
+// unset (place.SocketDir).
+func DefaultDir() string { return place.SocketDir() }
 
 // DefaultSocket is the default socket path.
 func DefaultSocket() string { return filepath.Join(DefaultDir(), SocketName) }

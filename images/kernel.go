@@ -16,6 +16,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/paddockhq/paddock/place"
 )
 
 // KernelName is the kernel binary's file name.
@@ -152,11 +154,11 @@ func (k *Kernels) build(ctx context.Context, arch string) (string, error) {
 	}
 	cache := k.Cache
 	if cache == "" {
-		c, err := os.UserCacheDir()
+		c, err := place.KernelCache()
 		if err != nil {
 			return "", err
 		}
-		cache = filepath.Join(c, "paddock", "kernel")
+		cache = c
 	}
 	out := filepath.Join(cache, sum[:16], "linux-"+arch, KernelName)
 	if isExec(out) {

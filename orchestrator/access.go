@@ -22,6 +22,7 @@ func (s *Session) fsHandlers() map[string]Handler {
 		Env:       s.cfg.Env,
 		Settings:  s.cfg.Policy.Settings,
 		Ephemeral: s.cfg.Ephemeral,
+		Own:       OwnPlaces(s.cfg),
 		Auto:      s.cfg.Policy.Auto,
 		Ask:       s.askAccess,
 		Record:    s.recordAccess,

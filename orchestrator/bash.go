@@ -441,12 +441,13 @@ func (r *runner) exec(ctx context.Context, steps []Step, effects [][]string) err
 	if n := steps[0].Node; n != nil {
 		x.Prefix = fmt.Sprintf("bash: line %d: ", n.Pos().Line())
 	}
-	for i, st := range steps {
+	for _, st := range steps {
 		cmd := wire.Command{Argv: st.Argv, Env: st.Assigns}
-		if len(st.Argv) > 0 && st.Argv[0] == "git" && !slices.Contains(effects[i], "exec") {
-			// A git step judged to read or write runs with fsmonitor, hooks, pager,
-			// signature programs and fetching switched off, as it was judged.
-			cmd.Argv = policy.GitArgv(st.Argv)
+		if argv, ok := policy.GitArgv(st.Argv); ok {
+			// A git step that reads, writes refs or shows the work tree runs none of the
+			// programs the repository's configuration names (fsmonitor, hooks, pager,
+			// drivers, signature programs, transports).
+			cmd.Argv = argv
 			cmd.Env = append(slices.Clone(st.Assigns), policy.GitEnv...)
 		}
 		for i, rd := range st.Redirects {

@@ -27,6 +27,10 @@ type Policy struct {
 	// every file access's (fs.read, fs.write); "": audit.jsonl in the session's state
 	// directory, when it has one.
 	AuditFile string
+	// Own are Paddock's own places to keep from the session beyond this host's defaults
+	// (package place), its audit file and its kernel's listening directory: a daemon's state
+	// directory and socket, say.
+	Own policy.Own
 }
 
 // policyGate is a session's own gatekeeper: the policy gives a step's effects, the rules and
@@ -49,7 +53,8 @@ func newPolicyGate(s *Session, p Policy) *policyGate {
 		g.auto = *p.Auto
 	}
 	if g.pctx == nil {
-		g.pctx = &policy.Context{Cwd: s.cwd, Env: s.cfg.Env, Roots: []string{s.cfg.Workspace}, Settings: p.Settings, Ephemeral: s.cfg.Ephemeral}
+		g.pctx = &policy.Context{Cwd: s.cwd, Env: s.cfg.Env, Roots: []string{s.cfg.Workspace}, Settings: p.Settings,
+			Ephemeral: s.cfg.Ephemeral, Own: OwnPlaces(s.cfg)}
 		g.pctx.Home, g.pctx.HostEnv, g.pctx.ConfigDir, g.pctx.Secrets = s.hostFacts()
 		if s.cfg.PathMap != nil {
 			if g.pctx.Home == "" {

@@ -156,6 +156,8 @@ type FSConfig struct {
 	Settings []string
 	// Ephemeral says the sandbox is removed at its end (a fresh container).
 	Ephemeral bool
+	// Own are Paddock's own places, kept from the sandbox.
+	Own policy.Own
 	// Auto is the auto set; nil: policy.DefaultAutoSet().
 	Auto *policy.AutoSet
 	// Ask asks a person about an access the auto set does not grant; nil refuses it.
@@ -184,7 +186,7 @@ func FSHandlers(c FSConfig) map[string]Handler {
 		if c.Auto != nil {
 			c.auto = *c.Auto
 		}
-		c.pctx = &policy.Context{Cwd: "/", Env: c.Env, HostEnv: c.HostEnv, Home: c.Home, Roots: c.Roots, Settings: c.Settings, Ephemeral: c.Ephemeral}
+		c.pctx = &policy.Context{Cwd: "/", Env: c.Env, HostEnv: c.HostEnv, Home: c.Home, Roots: c.Roots, Settings: c.Settings, Ephemeral: c.Ephemeral, Own: c.Own}
 		if m := c.PathMap; m != nil {
 			// The sandbox's PATH entries are protected where they are on the host.
 			c.pctx.ToHost = func(p string) (string, bool) {
@@ -268,16 +270,16 @@ func (c *FSConfig) record(a *access, err error) {
 // turns out swapped for a symlink since it was resolved, before it is refused as changed.
 const tries = 4
 
-// place is a file access's place on the host, opened: the directory holding the file,
+// spot is a file access's place on the host, opened: the directory holding the file,
 // beneath its mount's real directory, and the file's name in it.
-type place struct {
+type spot struct {
 	loc  pathmap.Location
 	host string // the path opened at, loc.Host()
 	dir  int    // the directory holding the file (O_PATH); -1 when it is missing
 	name string // the file's name in dir; "" for the mount's directory itself
 }
 
-func (p *place) close() {
+func (p *spot) close() {
 	if p.dir >= 0 {
 		unix.Close(p.dir)
 		p.dir = -1
@@ -287,7 +289,7 @@ func (p *place) close() {
 // locate maps the access's sandbox path to its location and opens the directory that
 // holds it, beneath the mount's real directory, following no link (errLinked: an entry was
 // swapped for one since the path was resolved).
-func (c *FSConfig) locate(a *access) (*place, error) {
+func (c *FSConfig) locate(a *access) (*spot, error) {
 	if a.op.Sandbox == "" {
 		return nil, a.refuse(FSBadRequest, "no path named")
 	}
@@ -300,7 +302,7 @@ func (c *FSConfig) locate(a *access) (*place, error) {
 		}
 		return nil, a.refuse(FSFailed, bareErr(err))
 	}
-	p := &place{loc: loc, host: loc.Host(), dir: -1}
+	p := &spot{loc: loc, host: loc.Host(), dir: -1}
 	if loc.Rel == "." {
 		return p, nil // the mount's directory itself
 	}
@@ -331,7 +333,7 @@ func missing(err error) bool { return errors.Is(err, unix.ENOENT) || errors.Is(e
 
 // open locates an access and probes its file (openRead or lstat), again when an entry turns
 // out swapped for a symlink; it fills a.op.Host with the path opened at.
-func (c *FSConfig) open(a *access, probe func(*place) error) (*place, error) {
+func (c *FSConfig) open(a *access, probe func(*spot) error) (*spot, error) {
 	for try := 1; ; try++ {
 		p, err := c.locate(a)
 		if err == nil {
@@ -394,7 +396,7 @@ func (c *FSConfig) read(ctx context.Context, req HostRequest) (_ any, err error)
 	a.op.Sandbox = body.Path
 	var f *os.File
 	var size int64
-	p, err := c.open(a, func(p *place) error {
+	p, err := c.open(a, func(p *spot) error {
 		var err error
 		f, size, err = openRead(p)
 		return err
@@ -436,7 +438,7 @@ func (c *FSConfig) read(ctx context.Context, req HostRequest) (_ any, err error)
 // directory opened), never blocking (O_NONBLOCK: a FIFO without a writer opens at once), never
 // as a controlling terminal; then what was opened must be a regular file (fstat). A *found
 // error says what refuses the read.
-func openRead(p *place) (*os.File, int64, error) {
+func openRead(p *spot) (*os.File, int64, error) {
 	switch {
 	case p.name == "":
 		return nil, 0, &found{FSIsDir, "a directory"}
@@ -490,7 +492,7 @@ func (c *FSConfig) write(ctx context.Context, req HostRequest) (_ any, err error
 		return nil, a.refuse(FSBadRequest, fmt.Sprintf("unknown encoding %q (utf-8 or base64)", body.Encoding))
 	}
 	var old *unix.Stat_t
-	p, err := c.open(a, func(p *place) error {
+	p, err := c.open(a, func(p *spot) error {
 		var err error
 		old, err = probeWrite(p)
 		return err
@@ -524,7 +526,7 @@ func (c *FSConfig) write(ctx context.Context, req HostRequest) (_ any, err error
 
 // probeWrite looks at the entry a write would replace, not following it: nil when there is
 // none, its stat when it is a regular file; a *found error refuses the write.
-func probeWrite(p *place) (*unix.Stat_t, error) {
+func probeWrite(p *spot) (*unix.Stat_t, error) {
 	switch {
 	case p.name == "":
 		return nil, &found{FSIsDir, "a directory"}

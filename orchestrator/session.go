@@ -185,11 +185,7 @@ func newSession(cfg Config) (*Session, error) {
 	}
 	s := &Session{cfg: cfg, id: cfg.ID, log: cfg.Log.With("session", cfg.ID), cwd: cwd,
 		parent: cfg.parent, name: cfg.name, child: cfg.child}
-	auditFile := cfg.Policy.AuditFile
-	if auditFile == "" && cfg.StateDir != "" {
-		auditFile = filepath.Join(cfg.StateDir, "audit.jsonl")
-	}
-	if s.audit, err = openAudit(auditFile, s.log); err != nil {
+	if s.audit, err = openAudit(auditFile(cfg), s.log); err != nil {
 		return nil, err
 	}
 	s.life, s.end = context.WithCancel(context.Background())

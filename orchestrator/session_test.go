@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paddockhq/paddock/gitexec/gitexectest"
 	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/orchestrator/output"
 	"github.com/paddockhq/paddock/transport/local"
@@ -211,5 +212,48 @@ func TestGitReadRunsHardened(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the repository's diff driver ran during a read")
+	}
+}
+
+// The bash tool's git steps that read, show the work tree or change refs run none of the
+// programs a repository names, in any layout of its configuration, with a session
+// environment whose GIT_* variables name them too: not the fsmonitor, hooks, pager, drivers,
+// signature programs, helpers, nor a lazy fetch from a promisor remote that is an ext::
+// command. Status, a work-tree diff and blame read files through the repository's filter
+// drivers, which no command line switches off: those may run, and the steps are judged exec
+// for them.
+// law: host_git_hardened
+func TestGitStepsHardened(t *testing.T) {
+	tr := gitexectest.New(t)
+	ctx := context.Background()
+	for _, l := range gitexectest.Layouts {
+		ws := tr.Repo(t, l)
+		env := append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + t.TempDir(), "LC_ALL=C"}, tr.Env()...)
+		s := openLocal(t, ws, Config{Env: env})
+		for _, script := range []string{"git status", "git diff", "git blame a.txt", "git log -p",
+			"git show", "git diff --cached", "git grep six", "git ls-files", "git log",
+			"git show HEAD:a.txt", "git cat-file -p HEAD", "git branch", "git describe --always"} {
+			res, err := s.Bash(ctx, script)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", l, script, err)
+			}
+			got := tr.Sprung(t)
+			tr.Clear(t)
+			filters := script == "git status" || script == "git diff" || script == "git blame a.txt"
+			if filters {
+				got = slices.DeleteFunc(got, func(m string) bool { return slices.Contains(gitexectest.FilterMarks, m) })
+				if len(res.Steps) != 1 || !slices.Contains(res.Steps[0].Effects, "exec") {
+					t.Errorf("%s: %s not judged exec: %s", l, script, res)
+				}
+			}
+			if len(got) > 0 {
+				t.Errorf("%s: %s ran %v\n%s", l, script, got, res)
+			}
+			// The steps ran git: a read of what is there gives it.
+			if l != gitexectest.Bare && (script == "git ls-files" && !strings.Contains(res.Steps[0].Stdout.Text, "a.txt") ||
+				script == "git log" && !strings.Contains(res.Steps[0].Stdout.Text, "second")) {
+				t.Errorf("%s: %s: %s", l, script, res)
+			}
+		}
 	}
 }

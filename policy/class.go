@@ -68,6 +68,7 @@ type rules struct {
 // ruleSet is one set of entries, each a clean absolute path.
 type ruleSet struct {
 	secrets   []string
+	sockets   []string // secret, and under protected too: their ancestors are only protected
 	protected []string // each covers itself and everything under it
 	roots     []string
 	resolve   bool // judge real paths (host); else lexical (sandbox)
@@ -115,6 +116,9 @@ func compile(c *Context) *rules {
 
 	configDir := c.ConfigDir
 	if configDir == "" {
+		configDir = c.Own.ConfigDir
+	}
+	if configDir == "" {
 		configDir = defaultConfigDir(c.Getenv("XDG_CONFIG_HOME"), c.home())
 	}
 	addSecrets(host, hostCwd, c.home(), configDir, c.Env)
@@ -140,7 +144,17 @@ func compile(c *Context) *rules {
 	for _, s := range c.Secrets {
 		add(host, &host.secrets, hostCwd, s)
 	}
+	for _, s := range c.Own.Secret {
+		add(host, &host.secrets, hostCwd, s)
+	}
+	for _, s := range c.Own.Sockets {
+		add(host, &host.sockets, hostCwd, s)
+		add(host, &host.protected, hostCwd, s)
+	}
 	add(host, &host.protected, hostCwd, configDir)
+	for _, p := range c.Own.Protected {
+		add(host, &host.protected, hostCwd, p)
+	}
 	for _, s := range c.Settings {
 		add(host, &host.protected, hostCwd, s)
 	}
@@ -212,6 +226,11 @@ func (rs *ruleSet) judge(fsys FS, p string, full bool) facts {
 
 // judgeReal classifies a real path (as far as resolved, when it loops).
 func (rs *ruleSet) judgeReal(fsys FS, real string, loop, full bool) facts {
+	for _, s := range rs.sockets {
+		if under(real, s) {
+			return facts{class: ClassSecret, holds: true}
+		}
+	}
 	var f facts
 	for _, s := range rs.secrets {
 		if under(real, s) {

@@ -37,6 +37,8 @@ type Context struct {
 	// Secrets are further secret entries, host paths, beyond the credential stores this
 	// package knows.
 	Secrets []string
+	// Own are Paddock's own places on the host, kept from every session.
+	Own Own
 	// Ephemeral says the sandbox is a fresh one removed at the end: a path under no mount
 	// belongs to it alone and is not outside.
 	Ephemeral bool
@@ -52,6 +54,25 @@ type Context struct {
 
 	once  sync.Once
 	rules *rules // set once, by compile
+}
+
+// Own names Paddock's own places on the host. They are the host's, whatever the session's
+// environment says (a sandbox's XDG_CONFIG_HOME or HOME is not where they are).
+type Own struct {
+	// ConfigDir is its settings directory: protected, the credentials files in it secret.
+	// It stands in for Context.ConfigDir's default when that is empty.
+	ConfigDir string
+	// Secret are the places that hold its secrets: a daemon's sessions (their kernels'
+	// attach keys), the audit logs (every command, credentials in its words too).
+	Secret []string
+	// Sockets are the places that speak for the user: a daemon's socket or its directory
+	// (whoever connects answers every question). Naming one, or a path under it, is
+	// secret; a directory above one (/tmp) is protected, not secret, as a socket's content
+	// cannot be copied out.
+	Sockets []string
+	// Protected are the places whose content the host trusts: the kernel cache (the
+	// binary local sessions run), its state around the secrets.
+	Protected []string
 }
 
 // Getenv returns the value of a variable of Env ("" when unset).

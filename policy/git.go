@@ -16,7 +16,8 @@ import (
 // branch --edit-description) or a format that checks signatures (%G, signature, a
 // pretty.<name> alias); a read subcommand with --output also writes. Subcommands that talk
 // to a remote (gitRemote) are net and exec; every other one is exec (status, work-tree diff,
-// blame, add, commit, merge, aliases…). The read and write ones run hardened (GitArgv).
+// blame, add, commit, merge, aliases…). The read and write ones, status, diff and blame run
+// hardened (GitArgv).
 
 // gitAllowed are the options allowed before the subcommand besides -C.
 var gitAllowed = map[string]bool{
@@ -291,43 +292,77 @@ func gitRunsProgram(sub string, a *args) bool {
 	return false
 }
 
-// GitEnv are the environment entries a read or write git step runs with: no lazy fetch of
-// missing objects, no terminal prompt.
-var GitEnv = []string{"GIT_NO_LAZY_FETCH=1", "GIT_TERMINAL_PROMPT=0"}
+// GitEnv are the environment entries a hardened git runs with: no lazy fetch of missing
+// objects, no terminal prompt, and no transport at all. GIT_ALLOW_PROTOCOL, even empty,
+// overrides every protocol.*.allow a repository's configuration sets (a repository that
+// allows ext:: names a command in a promisor remote's URL, which a lazy fetch in
+// `git log -p` would run).
+var GitEnv = []string{"GIT_NO_LAZY_FETCH=1", "GIT_TERMINAL_PROMPT=0", "GIT_ALLOW_PROTOCOL="}
 
-// gitHarden are the options put before the subcommand: no pager, no optional locks, no
-// fsmonitor, no hooks, no signature checks (any signature program is false), no
-// transport at all (so no fetch of missing objects either), no automatic maintenance.
+// gitHarden are the options put before the subcommand. A setting on the command line wins
+// over the same setting in any configuration file (and in what those include), so each
+// program a repository's configuration can name is switched off here: the fsmonitor, the
+// hooks, the pager, the editors, the askpass and credential helpers, the signature
+// programs, every transport (and so the ssh command and any remote helper), automatic
+// maintenance. What the command line cannot switch off is left to the caller: filter
+// drivers (filter.<name>.clean/smudge/process, named by attributes) run when git reads a
+// work-tree file's content, which is why status and a work-tree diff stay exec; diff
+// drivers and textconv are switched off by --no-ext-diff and --no-textconv after the
+// subcommand; aliases never replace a built-in subcommand.
 var gitHarden = []string{
 	"--no-pager", "--no-optional-locks",
 	"-c", "core.fsmonitor=false",
 	"-c", "core.hooksPath=/dev/null",
+	"-c", "core.editor=false", "-c", "sequence.editor=false",
+	"-c", "core.askPass=", "-c", "credential.helper=",
+	"-c", "core.sshCommand=false",
 	"-c", "log.showSignature=false",
-	"-c", "gpg.program=false", "-c", "gpg.ssh.program=false", "-c", "gpg.x509.program=false",
+	"-c", "gpg.program=false", "-c", "gpg.openpgp.program=false",
+	"-c", "gpg.ssh.program=false", "-c", "gpg.x509.program=false",
 	"-c", "protocol.allow=never",
+	"-c", "protocol.ext.allow=never", "-c", "protocol.file.allow=never",
+	"-c", "protocol.ssh.allow=never", "-c", "protocol.git.allow=never",
+	"-c", "protocol.http.allow=never", "-c", "protocol.https.allow=never",
 	"-c", "gc.auto=0", "-c", "maintenance.auto=false",
 }
 
-// GitArgv returns the argv a git step the table judged read or write (not exec) runs with:
-// gitHarden before the subcommand and, for diff, log, show and grep, --no-ext-diff (not
-// for grep) and --no-textconv after it. Run it with GitEnv. Any other argv is returned
-// unchanged.
-func GitArgv(argv []string) []string {
+// GitOptions returns the options that go before a git subcommand so that it runs none of
+// the programs a repository's configuration names (see gitHarden). Run it with GitEnv.
+func GitOptions() []string { return slices.Clone(gitHarden) }
+
+// gitHardened are the subcommands a git step runs hardened: the read and write ones, and
+// the ones that only show the work tree (status, diff, blame), judged exec for the filter
+// drivers they may still run. Any other subcommand (commit, merge, an alias…) runs as the
+// user asked, judged exec.
+var gitHardened = map[string]bool{
+	"diff": true, "status": true, "blame": true,
+	"branch": true, "symbolic-ref": true, "update-ref": true, "init": true,
+}
+
+// GitArgv returns the argv a git step runs with and whether it is hardened: for a
+// subcommand of gitRead or gitHardened, GitOptions before the subcommand and, for diff,
+// log and show, --no-ext-diff and --no-textconv after it (--no-textconv alone for grep and
+// blame). Options of the step's own come after these and win. Run a hardened step with
+// GitEnv. Any other argv is returned unchanged.
+func GitArgv(argv []string) ([]string, bool) {
 	if len(argv) == 0 || argv[0] != "git" {
-		return argv
+		return argv, false
 	}
 	g := splitGit(argv[1:])
 	if g.sub < 0 {
-		return argv
+		return argv, false
 	}
 	sub := 1 + g.sub
+	if !gitRead[argv[sub]] && !gitHardened[argv[sub]] {
+		return argv, false
+	}
 	out := append([]string{"git"}, gitHarden...)
 	out = append(out, argv[1:sub+1]...)
 	switch argv[sub] {
 	case "diff", "log", "show":
 		out = append(out, "--no-ext-diff", "--no-textconv")
-	case "grep":
+	case "grep", "blame":
 		out = append(out, "--no-textconv")
 	}
-	return append(out, argv[sub+1:]...)
+	return append(out, argv[sub+1:]...), true
 }

@@ -108,6 +108,9 @@ func TestGit(t *testing.T) {
 	})
 }
 
+// A git step that reads, writes refs or shows the work tree runs with every program a
+// repository's configuration can name switched off; any other runs as asked.
+// law: host_git_hardened
 func TestGitArgv(t *testing.T) {
 	for _, tc := range []struct {
 		in, sub string
@@ -116,26 +119,36 @@ func TestGitArgv(t *testing.T) {
 		{"git log -p", "log", []string{"--no-ext-diff", "--no-textconv", "-p"}},
 		{"git -C repo show HEAD", "show", []string{"--no-ext-diff", "--no-textconv", "HEAD"}},
 		{"git diff --cached", "diff", []string{"--no-ext-diff", "--no-textconv", "--cached"}},
+		{"git diff", "diff", []string{"--no-ext-diff", "--no-textconv"}},
 		{"git grep x", "grep", []string{"--no-textconv", "x"}},
+		{"git blame f", "blame", []string{"--no-textconv", "f"}},
+		{"git status --short", "status", []string{"--short"}},
 		{"git ls-files", "ls-files", nil},
 		{"git branch new", "branch", []string{"new"}},
+		{"git -c core.pager=less log", "log", []string{"--no-ext-diff", "--no-textconv"}},
 	} {
 		in := strings.Fields(tc.in)
-		got := GitArgv(in)
+		got, ok := GitArgv(in)
 		i := slices.Index(got, tc.sub)
-		if i < 0 || got[0] != "git" || !slices.Equal(got[i+1:], tc.after) {
+		if !ok || i < 0 || got[0] != "git" || !slices.Equal(got[i+1:], tc.after) {
 			t.Errorf("%s: %q", tc.in, got)
 			continue
 		}
 		before := strings.Join(got[:i], " ")
-		for _, want := range []string{"--no-pager", "core.fsmonitor=false", "core.hooksPath=/dev/null",
-			"log.showSignature=false", "gpg.program=false", "protocol.allow=never"} {
+		for _, want := range []string{"--no-pager", "--no-optional-locks", "core.fsmonitor=false",
+			"core.hooksPath=/dev/null", "core.editor=false", "sequence.editor=false", "core.askPass=",
+			"credential.helper=", "log.showSignature=false", "gpg.program=false", "protocol.allow=never",
+			"protocol.ext.allow=never", "protocol.file.allow=never", "protocol.ssh.allow=never"} {
 			if !strings.Contains(before, want) {
 				t.Errorf("%s: %q lacks %s before the subcommand", tc.in, got, want)
 			}
 		}
-		if strings.Contains(tc.in, "-C repo") && !strings.Contains(before, "-C repo") {
-			t.Errorf("%s: lost -C: %q", tc.in, got)
+		// The step's own options come after the hardening: given on purpose, they win.
+		if strings.Contains(tc.in, "-C repo") && !strings.HasSuffix(before, "-C repo") {
+			t.Errorf("%s: -C not last before the subcommand: %q", tc.in, got)
+		}
+		if strings.Contains(tc.in, "core.pager=less") && !strings.HasSuffix(before, "-c core.pager=less") {
+			t.Errorf("%s: the step's -c not last: %q", tc.in, got)
 		}
 		// The hardened line is judged as the original was.
 		ctx := testContext()
@@ -143,7 +156,19 @@ func TestGitArgv(t *testing.T) {
 			t.Errorf("%s: %s, hardened %s", tc.in, a, b)
 		}
 	}
-	if got := GitArgv([]string{"ls", "-l"}); !slices.Equal(got, []string{"ls", "-l"}) {
-		t.Errorf("not git: %q", got)
+	for _, in := range []string{"ls -l", "git commit -m x", "git co main", "git push", "git -c a=b", "git"} {
+		if got, ok := GitArgv(strings.Fields(in)); ok || !slices.Equal(got, strings.Fields(in)) {
+			t.Errorf("%s: hardened to %q", in, got)
+		}
+	}
+}
+
+// The environment of a hardened git allows no transport, whatever a repository's
+// configuration allows.
+func TestGitEnv(t *testing.T) {
+	for _, want := range []string{"GIT_TERMINAL_PROMPT=0", "GIT_ALLOW_PROTOCOL=", "GIT_NO_LAZY_FETCH=1"} {
+		if !slices.Contains(GitEnv, want) {
+			t.Errorf("GitEnv %q lacks %s", GitEnv, want)
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
+	"github.com/paddockhq/paddock/gitexec"
 )
 
 // ignoreFacts records, for a parent in a git work tree, the ignore rules that apply to it
@@ -44,12 +46,8 @@ func ignoreFacts(ctx context.Context, parent string) (header, error) {
 		}
 	}
 	// Lowest priority first: the global file, info/exclude, then .gitignore files downwards.
-	if ex, err := gitLines(ctx, parent, "config", "--path", "--get", "core.excludesFile"); err == nil && len(ex) > 0 {
-		add(strings.TrimSpace(ex[0]), nil)
-	} else if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
-		add(filepath.Join(x, "git", "ignore"), nil)
-	} else if home, err := os.UserHomeDir(); err == nil {
-		add(filepath.Join(home, ".config", "git", "ignore"), nil)
+	if ex := excludesFile(ctx, parent); ex != "" {
+		add(ex, nil)
 	}
 	if p, err := gitLines(ctx, parent, "rev-parse", "--git-path", "info/exclude"); err == nil && len(p) > 0 {
 		name := strings.TrimSpace(p[0])
@@ -62,6 +60,22 @@ func ignoreFacts(ctx context.Context, parent string) (header, error) {
 		add(filepath.Join(append([]string{top}, append(h.Prefix[:i:i], ".gitignore")...)...), h.Prefix[:i:i])
 	}
 	return h, nil
+}
+
+// excludesFile is the excludes file git applies in root: the one the repository's or the
+// user's global configuration names, else git's default ($XDG_CONFIG_HOME/git/ignore, or
+// ~/.config/git/ignore); "" when there is none.
+func excludesFile(ctx context.Context, root string) string {
+	if ex, err := gitexec.ConfigPath(ctx, root, "core.excludesFile"); err == nil && ex != "" {
+		return ex
+	}
+	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
+		return filepath.Join(x, "git", "ignore")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".config", "git", "ignore")
+	}
+	return ""
 }
 
 // patterns are the recorded ignore rules, parsed.

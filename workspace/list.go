@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
+	"github.com/paddockhq/paddock/gitexec"
 )
 
 // MaxFiles is the most files (regular files and symlinks) an isolated workspace holds.
@@ -132,12 +133,14 @@ func kindOf(m fs.FileMode) Kind {
 }
 
 func inGitWorkTree(ctx context.Context, root string) bool {
-	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--is-inside-work-tree").Output()
+	out, err := gitexec.Command(ctx, root, "rev-parse", "--is-inside-work-tree").Output()
 	return err == nil && strings.TrimSpace(string(out)) == "true"
 }
 
+// gitLines runs a hardened git on root's repository (see gitexec) and returns the
+// NUL-separated names it prints, paths left unquoted.
 func gitLines(ctx context.Context, root string, args ...string) ([]string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", root, "-c", "core.quotepath=off"}, args...)...)
+	cmd := gitexec.Command(ctx, root, append([]string{"-c", "core.quotepath=off"}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -161,11 +164,17 @@ func (l *lister) git(ctx context.Context) error {
 	var files []string
 	var filesErr error
 	listed := make(chan struct{})
+	// The excludes file is given on the command line: the global configuration that would
+	// name it is not read.
+	var excludes []string
+	if ex := excludesFile(ctx, l.root); ex != "" {
+		excludes = []string{"-c", "core.excludesFile=" + ex}
+	}
 	go func() {
 		defer close(listed)
-		files, filesErr = gitLines(ctx, l.root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+		files, filesErr = gitLines(ctx, l.root, append(excludes, "ls-files", "-z", "--cached", "--others", "--exclude-standard")...)
 	}()
-	ignored, err := gitLines(ctx, l.root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory")
+	ignored, err := gitLines(ctx, l.root, append(excludes, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory")...)
 	if err != nil {
 		<-listed
 		return err
@@ -213,8 +222,8 @@ func (l *lister) git(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if l.excluded(rel) || hasGitElem(rel) {
-			continue
+		if l.excluded(rel) || hasGitElem(rel) || !filepath.IsLocal(filepath.FromSlash(rel)) {
+			continue // a name out of root is no file of it, whatever the repository says
 		}
 		k, ok := kinds[rel]
 		if !ok {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/policy"
 	"github.com/paddockhq/paddock/script"
 )
@@ -71,7 +72,7 @@ in it). With --json the result is one object:
 			if err != nil {
 				return err
 			}
-			ctx := &policy.Context{Cwd: wd, Env: os.Environ(), Roots: []string{root}, Auto: set}
+			ctx := &policy.Context{Cwd: wd, Env: os.Environ(), Roots: []string{root}, Auto: set, Own: orchestrator.OwnPlaces(orchestrator.Config{})}
 			a := policy.Check(ctx, sc)
 			out := cmd.OutOrStdout()
 			if asJSON {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -20,21 +19,12 @@ import (
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/orchestrator/output"
+	"github.com/paddockhq/paddock/place"
 	"github.com/paddockhq/paddock/transport/containerd"
 	"github.com/paddockhq/paddock/transport/docker"
 )
 
 func init() { commands = append(commands, newServeCmd) }
-
-// defaultStateDir is where the daemon keeps its sessions' files: $XDG_STATE_HOME/paddock,
-// else ~/.local/state/paddock.
-func defaultStateDir() string {
-	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
-		return filepath.Join(x, "paddock")
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".local", "state", "paddock")
-}
 
 func newServeCmd() *cobra.Command {
 	var socket, state string
@@ -51,7 +41,15 @@ of any other uid is refused. Each session is opened with the settings of its wor
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			srv, err := daemon.New(daemon.Config{Open: openSession, Recover: recoverSession, StateDir: state, Version: buildVersion(), Log: log})
+			// Every session is kept from this daemon's own state and socket, wherever they are.
+			open := func(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
+				o, err := openSession(ctx, req)
+				own := &o.Config.Policy.Own
+				own.Secret = append(own.Secret, place.Daemon(state)...)
+				own.Sockets = append(own.Sockets, socket)
+				return o, err
+			}
+			srv, err := daemon.New(daemon.Config{Open: open, Recover: recoverSession, StateDir: state, Version: buildVersion(), Log: log})
 			if err != nil {
 				return err
 			}
@@ -90,7 +88,7 @@ of any other uid is refused. Each session is opened with the settings of its wor
 	}
 	cmd.Flags().BoolVar(&drain, "drain", false, "on SIGTERM or Ctrl-C close every session, ending its kernel and jobs (default: leave them for the next daemon)")
 	cmd.Flags().StringVar(&socket, "socket", daemon.DefaultSocket(), "the unix socket to listen on")
-	cmd.Flags().StringVar(&state, "state", defaultStateDir(), "where sessions' files are kept (0700)")
+	cmd.Flags().StringVar(&state, "state", place.StateDir(), "where sessions' files are kept (0700)")
 	return cmd
 }
 

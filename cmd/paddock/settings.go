@@ -5,13 +5,13 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/place"
 	"github.com/paddockhq/paddock/policy"
 )
 
@@ -55,20 +55,11 @@ func withKeys(sets ...map[string]string) map[string]string {
 }
 
 // auditFile is where the CLI's own sessions record their verdicts, one JSON line each:
-// $XDG_STATE_HOME/paddock/audit.jsonl (~/.local/state/paddock without it). "" when the
-// directory cannot be made.
+// audit.jsonl in place.StateDir(). "" when the directory cannot be made.
 func auditFile() string {
-	dir := os.Getenv("XDG_STATE_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		dir = filepath.Join(home, ".local", "state")
-	}
-	dir = filepath.Join(dir, "paddock")
+	dir := place.StateDir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return ""
 	}
-	return filepath.Join(dir, "audit.jsonl")
+	return place.AuditFile(dir)
 }
