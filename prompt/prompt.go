@@ -10,7 +10,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode"
 
 	"github.com/paddockhq/paddock/orchestrator"
@@ -55,15 +54,13 @@ func (t *Terminal) Notify(e orchestrator.Event) {
 
 // Run asks the queued questions one by one until ctx ends or the input does. The input is
 // read all the time, not only while a question is shown, so that its end is seen at once
-// (attach </dev/null ends); a line typed while no question is shown answers nothing, lest
-// it answer a question the person has not seen yet.
+// (attach </dev/null ends with no question asked); lines read ahead answer the next
+// questions in order, as piped answers do, and the input's end ends Run once they are used.
 func (t *Terminal) Run(ctx context.Context) error {
 	type read struct {
 		line string
 		err  error
-		gen  uint64 // the question on screen when the line was read (shows counts them)
 	}
-	var shows atomic.Uint64
 	lines := make(chan read)
 	// The reader ends at the input's end or at the first read after Run returned; a read
 	// that blocks on a terminal cannot be interrupted, so it is left to the process's end.
@@ -71,7 +68,7 @@ func (t *Terminal) Run(ctx context.Context) error {
 		for {
 			line, err := t.in.ReadString('\n')
 			select {
-			case lines <- read{line, err, shows.Load()}:
+			case lines <- read{line, err}:
 			case <-ctx.Done():
 				return
 			}
@@ -80,34 +77,23 @@ func (t *Terminal) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	var shown *orchestrator.Question
+	var (
+		shown   *orchestrator.Question
+		pending []string // lines read, not yet an answer
+		end     error    // the input's end, once read
+	)
 	for {
 		if shown == nil {
 			if q, ok := t.next(); ok {
-				shows.Add(1)
 				fmt.Fprint(t.out, Render(q))
 				shown = &q
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.wake:
-			continue
-		case r := <-lines:
-			if r.err != nil && r.line == "" {
-				return r.err
-			}
-			if shown == nil || r.gen != shows.Load() {
-				if r.err != nil {
-					return r.err
-				}
-				continue // read before this question was shown: it answers nothing
-			}
-			q := *shown
-			shown = nil
+		if shown != nil && len(pending) > 0 {
+			q, line := *shown, pending[0]
+			shown, pending = nil, pending[1:]
 			a := orchestrator.Answer{Client: "terminal"}
-			switch strings.ToLower(strings.TrimSpace(r.line)) {
+			switch strings.ToLower(strings.TrimSpace(line)) {
 			case "y", "yes":
 				a.Approve = true
 			case "a", "always":
@@ -120,9 +106,24 @@ func (t *Terminal) Run(ctx context.Context) error {
 			} else if err != nil {
 				return err
 			}
-			if r.err != nil {
-				return r.err
+			continue
+		}
+		if end != nil && len(pending) == 0 {
+			return end
+		}
+		var in <-chan read
+		if end == nil {
+			in = lines
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.wake:
+		case r := <-in:
+			if r.line != "" {
+				pending = append(pending, r.line)
 			}
+			end = r.err
 		}
 	}
 }

@@ -122,33 +122,25 @@ func TestTerminalEndsAtInputEnd(t *testing.T) {
 	}
 }
 
-// A line typed before a question is shown answers nothing: a "y" typed ahead never
-// approves the question that comes after it.
-func TestTerminalLineBeforeQuestion(t *testing.T) {
-	r, w := io.Pipe()
+// Lines read ahead answer the questions in order, as piped answers do: "y" then Enter
+// alone approve the first and refuse the second; the input's end then ends the terminal.
+func TestTerminalAnswersReadAhead(t *testing.T) {
 	var mu sync.Mutex
 	var answers []orchestrator.Answer
-	term := New(r, io.Discard, func(_ string, a orchestrator.Answer) error {
+	term := New(strings.NewReader("y\n\n"), io.Discard, func(_ string, a orchestrator.Answer) error {
 		mu.Lock()
 		answers = append(answers, a)
 		mu.Unlock()
 		return nil
 	})
-	done := make(chan error, 1)
-	go func() { done <- term.Run(context.Background()) }()
-	io.WriteString(w, "y\n")
-	// This write returns once the reader asks for more: the "y" was read and taken by Run
-	// before the question below exists.
-	io.WriteString(w, "x\n")
-	term.Notify(orchestrator.Event{Kind: orchestrator.EventQuestion, Question: &orchestrator.Question{ID: "q1", Command: "rm -rf /"}})
-	io.WriteString(w, "\n")
-	w.Close()
-	if err := <-done; !errors.Is(err, io.EOF) {
+	term.Notify(orchestrator.Event{Kind: orchestrator.EventQuestion, Question: &orchestrator.Question{ID: "q1", Command: "touch a"}})
+	term.Notify(orchestrator.Event{Kind: orchestrator.EventQuestion, Question: &orchestrator.Question{ID: "q2", Command: "touch b"}})
+	if err := term.Run(context.Background()); !errors.Is(err, io.EOF) {
 		t.Fatalf("Run = %v", err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(answers) != 1 || answers[0].Approve {
-		t.Fatalf("answers %+v, want one no", answers)
+	if len(answers) != 2 || !answers[0].Approve || answers[1].Approve {
+		t.Fatalf("answers %+v, want yes then no", answers)
 	}
 }

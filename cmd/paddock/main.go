@@ -53,6 +53,8 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.Version = versionText()
+	root.SetVersionTemplate("paddock {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
 	for _, c := range commands {
 		root.AddCommand(c())

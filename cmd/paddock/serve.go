@@ -219,6 +219,32 @@ func buildVersion() string {
 	return "(devel)"
 }
 
+// versionText is what --version prints: the module version, the commit the binary was
+// built from (+dirty when the tree had changes) and the Go version.
+func versionText() string {
+	v := buildVersion()
+	commit, dirty := "unknown", false
+	goVersion := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		goVersion = bi.GoVersion
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	if dirty {
+		commit += "+dirty"
+	}
+	return fmt.Sprintf("%s (commit %s, %s)", v, commit, goVersion)
+}
+
 // recoverSession cleans up after a session a killed daemon left and the new one could not
 // reopen: a container session's containers are removed, and the reason says what was found.
 func recoverSession(ctx context.Context, s api.Session) string {
