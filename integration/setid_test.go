@@ -29,13 +29,26 @@ import (
 // sandbox path cwd; the session is closed at the test's end.
 type WorkspaceOpener func(t *testing.T, ctx context.Context, ws string) (s *orchestrator.Session, cwd string)
 
-// RunSetID runs the set-id attacks on the sessions open opens.
+// RunSetID runs the set-id attacks on the sessions open opens. With owner set, the
+// workspace is given to that uid and gid first, and the sandbox must run as them: all it
+// makes there is theirs.
 //
 // law: no_setid_from_sandbox
-func RunSetID(t *testing.T, open WorkspaceOpener) {
+func RunSetID(t *testing.T, open WorkspaceOpener, owner *docker.WorkspaceOwner) {
 	ctx := testContext(t)
 	ws := t.TempDir()
+	if owner != nil {
+		if err := os.Chown(ws, owner.UID, owner.GID); err != nil {
+			t.Fatal(err)
+		}
+	}
 	s, cwd := open(t, ctx, ws)
+	if owner != nil {
+		want := fmt.Sprintf("%d %d", owner.UID, owner.GID)
+		if got := strings.TrimSpace(stdout(bash(t, ctx, s, `echo $(id -u) $(id -g)`))); got != want {
+			t.Fatalf("the sandbox runs as %q, want the workspace's owner %q", got, want)
+		}
+	}
 	attack := attackProgram(t)
 	if err := copyFile(attack, filepath.Join(ws, "setid-attack"), 0o755); err != nil {
 		t.Fatal(err)
@@ -56,8 +69,12 @@ func RunSetID(t *testing.T, open WorkspaceOpener) {
 		res := bash(t, ctx, s, `cd `+cwd+` && `+st.script)
 		t.Logf("%s: %s", st.name, res)
 	}
-	if fi, err := os.Stat(filepath.Join(ws, "classic")); err != nil || fi.Size() == 0 {
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(ws, "classic"), &st); err != nil || st.Size == 0 {
 		t.Fatalf("the classic attack did not even copy its shell (%v): the test proves nothing", err)
+	}
+	if owner != nil && (int(st.Uid) != owner.UID || int(st.Gid) != owner.GID) {
+		t.Errorf("the sandbox's file is owned by %d:%d, not the workspace's owner %d:%d", st.Uid, st.Gid, owner.UID, owner.GID)
 	}
 
 	res := bash(t, ctx, s, `cd `+cwd+` && ./setid-attack`)
@@ -181,25 +198,33 @@ func TestSetIDLocal(t *testing.T) {
 		}
 		t.Cleanup(func() { s.Close() })
 		return s, ws
-	})
+	}, nil)
 }
 
-// The set-id attacks on docker, the host image's sandbox running as root.
+// A workspace a user other than root owns, whose sandbox runs as that user.
+var ownedWorkspace = &docker.WorkspaceOwner{UID: 4242, GID: 4343, Known: true}
+
+// The set-id attacks on docker: the host image's sandbox in a workspace root owns (running
+// as root), and in one another user owns (running as that user).
 func TestSetIDDocker(t *testing.T) {
 	cli := engine(t)
 	img := hostImage(t, cli)
-	RunSetID(t, func(t *testing.T, ctx context.Context, ws string) (*orchestrator.Session, string) {
+	open := func(t *testing.T, ctx context.Context, ws string) (*orchestrator.Session, string) {
 		return openIn(t, ctx, ws, &docker.Transport{Client: cli, Image: img, Mounts: hostMounts(), Stderr: testWriter{t}}), "/work"
-	})
+	}
+	t.Run("Root", func(t *testing.T) { RunSetID(t, open, nil) })
+	t.Run("Owner", func(t *testing.T) { RunSetID(t, open, ownedWorkspace) })
 }
 
-// The set-id attacks on containerd, the host image's sandbox running as root.
+// The set-id attacks on containerd, as on docker.
 func TestSetIDContainerd(t *testing.T) {
 	c := containerdDaemon(t)
 	img := containerdHostImage(t, c)
-	RunSetID(t, func(t *testing.T, ctx context.Context, ws string) (*orchestrator.Session, string) {
+	open := func(t *testing.T, ctx context.Context, ws string) (*orchestrator.Session, string) {
 		return openIn(t, ctx, ws, containerdTransport(t, c, img, docker.Hardening{})), "/work"
-	})
+	}
+	t.Run("Root", func(t *testing.T) { RunSetID(t, open, nil) })
+	t.Run("Owner", func(t *testing.T) { RunSetID(t, open, ownedWorkspace) })
 }
 
 // openIn opens a session on a container transport with ws bound at /work.
