@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/docker"
@@ -29,13 +31,25 @@ import (
 // sandbox path cwd; the session is closed at the test's end.
 type WorkspaceOpener func(t *testing.T, ctx context.Context, ws string) (s *orchestrator.Session, cwd string)
 
-// RunSetID runs the set-id attacks on the sessions open opens. With owner set, the
-// workspace is given to that uid and gid first, and the sandbox must run as them: all it
-// makes there is theirs.
+// SetIDCase is how one transport's sandbox meets the set-id attacks.
+type SetIDCase struct {
+	// Owner, when set, is who the workspace is given to first; the sandbox must then run
+	// as that uid and gid, and all it makes there is theirs.
+	Owner *docker.WorkspaceOwner
+	// OwnMounts says the sandbox's system directories are mounts apart from the workspace
+	// (a container's): a hard link of a setuid program into the workspace must fail. On
+	// the local transport the sandbox is the host user, whose link would be the system's
+	// own program under another name (and fs.protected_hardlinks refuses a user one of
+	// root's): it is not tried there.
+	OwnMounts bool
+}
+
+// RunSetID runs the set-id attacks on the sessions open opens.
 //
 // law: no_setid_from_sandbox
-func RunSetID(t *testing.T, open WorkspaceOpener, owner *docker.WorkspaceOwner) {
+func RunSetID(t *testing.T, open WorkspaceOpener, c SetIDCase) {
 	ctx := testContext(t)
+	owner := c.Owner
 	ws := t.TempDir()
 	if owner != nil {
 		if err := os.Chown(ws, owner.UID, owner.GID); err != nil {
@@ -64,6 +78,9 @@ func RunSetID(t *testing.T, open WorkspaceOpener, owner *docker.WorkspaceOwner) 
 		{"tar", `mkdir untarred; tar -xpf setid.tar -C untarred`},
 		{"cp-p", `cp -p ` + suidHost + ` copied`},
 		{"cp-a", `cp -a ` + suidHost + ` copied-a`},
+	}
+	if c.OwnMounts {
+		steps = append(steps, struct{ name, script string }{"hard-link", `ln ` + suidHost + ` linked`})
 	}
 	for _, st := range steps {
 		res := bash(t, ctx, s, `cd `+cwd+` && `+st.script)
@@ -97,7 +114,8 @@ func RunSetID(t *testing.T, open WorkspaceOpener, owner *docker.WorkspaceOwner) 
 	}
 }
 
-// setIDFiles lists what under root carries a setuid or setgid bit, with its owner.
+// setIDFiles lists what under root carries a setuid or setgid bit, with its owner, or file
+// capabilities.
 func setIDFiles(t *testing.T, root string) []string {
 	t.Helper()
 	var found []string
@@ -109,8 +127,11 @@ func setIDFiles(t *testing.T, root string) []string {
 		if err := syscall.Lstat(p, &st); err != nil {
 			return err
 		}
+		rel, _ := filepath.Rel(root, p)
+		if n, err := unix.Lgetxattr(p, "security.capability", nil); err == nil && n > 0 {
+			found = append(found, rel+" has file capabilities")
+		}
 		if st.Mode&(syscall.S_ISUID|syscall.S_ISGID) != 0 {
-			rel, _ := filepath.Rel(root, p)
 			found = append(found, fmt.Sprintf("%s mode %#o uid %d gid %d", rel, st.Mode&0o7777, st.Uid, st.Gid))
 		}
 		return nil
@@ -198,7 +219,7 @@ func TestSetIDLocal(t *testing.T) {
 		}
 		t.Cleanup(func() { s.Close() })
 		return s, ws
-	}, nil)
+	}, SetIDCase{})
 }
 
 // A workspace a user other than root owns, whose sandbox runs as that user.
@@ -212,8 +233,14 @@ func TestSetIDDocker(t *testing.T) {
 	open := func(t *testing.T, ctx context.Context, ws string) (*orchestrator.Session, string) {
 		return openIn(t, ctx, ws, &docker.Transport{Client: cli, Image: img, Mounts: hostMounts(), Stderr: testWriter{t}}), "/work"
 	}
-	t.Run("Root", func(t *testing.T) { RunSetID(t, open, nil) })
-	t.Run("Owner", func(t *testing.T) { RunSetID(t, open, ownedWorkspace) })
+	t.Run("Root", func(t *testing.T) { RunSetID(t, open, SetIDCase{OwnMounts: true}) })
+	t.Run("Owner", func(t *testing.T) { RunSetID(t, open, SetIDCase{Owner: ownedWorkspace, OwnMounts: true}) })
+	t.Run("SetFCap", func(t *testing.T) {
+		RunSetID(t, func(t *testing.T, ctx context.Context, ws string) (*orchestrator.Session, string) {
+			h := docker.Hardening{CapAdd: []string{"setfcap"}}
+			return openIn(t, ctx, ws, &docker.Transport{Client: cli, Image: img, Mounts: hostMounts(), Hardening: h, Stderr: testWriter{t}}), "/work"
+		}, SetIDCase{OwnMounts: true})
+	})
 }
 
 // The set-id attacks on containerd, as on docker.
@@ -223,8 +250,14 @@ func TestSetIDContainerd(t *testing.T) {
 	open := func(t *testing.T, ctx context.Context, ws string) (*orchestrator.Session, string) {
 		return openIn(t, ctx, ws, containerdTransport(t, c, img, docker.Hardening{})), "/work"
 	}
-	t.Run("Root", func(t *testing.T) { RunSetID(t, open, nil) })
-	t.Run("Owner", func(t *testing.T) { RunSetID(t, open, ownedWorkspace) })
+	t.Run("Root", func(t *testing.T) { RunSetID(t, open, SetIDCase{OwnMounts: true}) })
+	t.Run("Owner", func(t *testing.T) { RunSetID(t, open, SetIDCase{Owner: ownedWorkspace, OwnMounts: true}) })
+	t.Run("SetFCap", func(t *testing.T) {
+		RunSetID(t, func(t *testing.T, ctx context.Context, ws string) (*orchestrator.Session, string) {
+			h := docker.Hardening{CapAdd: []string{"setfcap"}}
+			return openIn(t, ctx, ws, containerdTransport(t, c, img, h)), "/work"
+		}, SetIDCase{OwnMounts: true})
+	})
 }
 
 // openIn opens a session on a container transport with ws bound at /work.

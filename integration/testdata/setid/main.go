@@ -1,6 +1,7 @@
 //go:build linux
 
-// Command setid tries every system call that can put a setuid or setgid bit on a file, each
+// Command setid tries every system call that can put a setuid or setgid bit (or a file
+// capability) on a file, each
 // on a file of its own in the working directory, and prints one line per attempt:
 // "NAME ok" when the call succeeded, else "NAME ERRNO-NAME". The tests that run it in a
 // sandbox then look at the files from the host.
@@ -59,6 +60,12 @@ func main() {
 		}},
 		{"mknodat", func(n string) unix.Errno {
 			return raw(unix.SYS_MKNODAT, atFDCWD(), ptr(n), unix.S_IFREG|setuid, 0)
+		}},
+		{"setcap", func(n string) unix.Errno {
+			// cap_setuid, effective, as setcap writes it (version 2): a program any user
+			// runs could then make itself root.
+			capability := []byte{0x01, 0x00, 0x00, 0x02, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+			return afterCreate(n, func() unix.Errno { return errno(unix.Setxattr(n, "security.capability", capability, 0)) })
 		}},
 		{"io_uring_setup", func(string) unix.Errno {
 			var params [120]byte // struct io_uring_params
