@@ -36,12 +36,15 @@ type SetIDCase struct {
 	// Owner, when set, is who the workspace is given to first; the sandbox must then run
 	// as that uid and gid, and all it makes there is theirs.
 	Owner *docker.WorkspaceOwner
-	// OwnMounts says the sandbox's system directories are mounts apart from the workspace
-	// (a container's): a hard link of a setuid program into the workspace must fail. On
-	// the local transport the sandbox is the host user, whose link would be the system's
-	// own program under another name (and fs.protected_hardlinks refuses a user one of
-	// root's): it is not tried there.
-	OwnMounts bool
+	// Container says the sandbox is a container: its system directories are mounts apart
+	// from the workspace, so a hard link of a setuid program into the workspace must fail,
+	// and it may not make a user namespace, in which an overlay mount's copy-up (the
+	// kernel's own chmod, past any filter) would put a setuid program of root's in an
+	// upper directory in the workspace. On the local transport the sandbox is the host
+	// user: a link would be the system's own program under another name
+	// (fs.protected_hardlinks refuses a user one of root's), and a user namespace maps the
+	// user's own uid alone, not root; neither is tried there.
+	Container bool
 }
 
 // RunSetID runs the set-id attacks on the sessions open opens.
@@ -79,8 +82,11 @@ func RunSetID(t *testing.T, open WorkspaceOpener, c SetIDCase) {
 		{"cp-p", `cp -p ` + suidHost + ` copied`},
 		{"cp-a", `cp -a ` + suidHost + ` copied-a`},
 	}
-	if c.OwnMounts {
-		steps = append(steps, struct{ name, script string }{"hard-link", `ln ` + suidHost + ` linked`})
+	if c.Container {
+		steps = append(steps,
+			struct{ name, script string }{"hard-link", `ln ` + suidHost + ` linked`},
+			struct{ name, script string }{"overlay-copy-up", `mkdir up wk mg; unshare -Urm sh -c 'mount -t overlay overlay -o lowerdir=` +
+				filepath.Dir(suidHost) + `,upperdir=up,workdir=wk mg && touch mg/` + filepath.Base(suidHost) + `'`})
 	}
 	for _, st := range steps {
 		res := bash(t, ctx, s, `cd `+cwd+` && `+st.script)
@@ -233,13 +239,13 @@ func TestSetIDDocker(t *testing.T) {
 	open := func(t *testing.T, ctx context.Context, ws string) (*orchestrator.Session, string) {
 		return openIn(t, ctx, ws, &docker.Transport{Client: cli, Image: img, Mounts: hostMounts(), Stderr: testWriter{t}}), "/work"
 	}
-	t.Run("Root", func(t *testing.T) { RunSetID(t, open, SetIDCase{OwnMounts: true}) })
-	t.Run("Owner", func(t *testing.T) { RunSetID(t, open, SetIDCase{Owner: ownedWorkspace, OwnMounts: true}) })
+	t.Run("Root", func(t *testing.T) { RunSetID(t, open, SetIDCase{Container: true}) })
+	t.Run("Owner", func(t *testing.T) { RunSetID(t, open, SetIDCase{Owner: ownedWorkspace, Container: true}) })
 	t.Run("SetFCap", func(t *testing.T) {
 		RunSetID(t, func(t *testing.T, ctx context.Context, ws string) (*orchestrator.Session, string) {
 			h := docker.Hardening{CapAdd: []string{"setfcap"}}
 			return openIn(t, ctx, ws, &docker.Transport{Client: cli, Image: img, Mounts: hostMounts(), Hardening: h, Stderr: testWriter{t}}), "/work"
-		}, SetIDCase{OwnMounts: true})
+		}, SetIDCase{Container: true})
 	})
 }
 
@@ -250,13 +256,13 @@ func TestSetIDContainerd(t *testing.T) {
 	open := func(t *testing.T, ctx context.Context, ws string) (*orchestrator.Session, string) {
 		return openIn(t, ctx, ws, containerdTransport(t, c, img, docker.Hardening{})), "/work"
 	}
-	t.Run("Root", func(t *testing.T) { RunSetID(t, open, SetIDCase{OwnMounts: true}) })
-	t.Run("Owner", func(t *testing.T) { RunSetID(t, open, SetIDCase{Owner: ownedWorkspace, OwnMounts: true}) })
+	t.Run("Root", func(t *testing.T) { RunSetID(t, open, SetIDCase{Container: true}) })
+	t.Run("Owner", func(t *testing.T) { RunSetID(t, open, SetIDCase{Owner: ownedWorkspace, Container: true}) })
 	t.Run("SetFCap", func(t *testing.T) {
 		RunSetID(t, func(t *testing.T, ctx context.Context, ws string) (*orchestrator.Session, string) {
 			h := docker.Hardening{CapAdd: []string{"setfcap"}}
 			return openIn(t, ctx, ws, containerdTransport(t, c, img, h)), "/work"
-		}, SetIDCase{OwnMounts: true})
+		}, SetIDCase{Container: true})
 	})
 }
 
