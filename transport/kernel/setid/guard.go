@@ -48,8 +48,12 @@ func Guard() error {
 		return fmt.Errorf("setid: no_new_privs: %w", err)
 	}
 	fprog := unix.SockFprog{Len: uint16(len(raw)), Filter: &raw[0]}
-	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog))); e != 0 {
+	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	if e != 0 {
 		return fmt.Errorf("setid: install the system-call filter: %w", e)
+	}
+	if r != 0 { // TSYNC names a thread it could not give the filter to, and installs none
+		return fmt.Errorf("setid: install the system-call filter: thread %d cannot take it", r)
 	}
 	runtime.KeepAlive(raw)
 	return nil

@@ -96,6 +96,10 @@ const x32Bit = 0x40000000
 //     Writing it needs CAP_SETFCAP, which Guard drops from the kernel for good (no new
 //     privileges: no descendant regains it), whatever the container's settings kept.
 //   - mkdir: Linux ignores set-id bits in its mode; only chmod makes a setgid directory.
+//   - what the kernel does by itself, past any filter: an overlay mount's copy-up keeps a
+//     lower file's mode. Mounting one needs a user namespace, which the container
+//     engines' own profiles refuse a sandbox; on the local transport a user namespace maps
+//     the user's own uid alone, so nothing it copies up is root's.
 func rules(chmod, fchmod, fchmodat, open, openat, creat, mknod, mknodat uint32) []rule {
 	const fchmodat2, openat2, ioUringSetup = 452, 437, 425 // the same number everywhere
 	all := []rule{
