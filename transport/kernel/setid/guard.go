@@ -29,6 +29,9 @@ import (
 // then gains no privilege through a setuid program or file capabilities, as a container
 // sandbox is already told (no-new-privileges) by default.
 func Guard() error {
+	if _, ok := nativeArch[runtime.GOARCH]; !ok {
+		return fmt.Errorf("setid: no system-call rules for %s", runtime.GOARCH)
+	}
 	if err := dropSetFCap(); err != nil {
 		return fmt.Errorf("setid: drop CAP_SETFCAP: %w", err)
 	}

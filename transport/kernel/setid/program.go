@@ -9,16 +9,22 @@ import (
 )
 
 // The offsets of seccomp_data's fields. An argument is read by its low 32-bit word, which
-// is its first on the little-endian machines the tables cover (x86, arm, arm64 as Linux
-// runs them); the high word is never looked at, as the kernel ignores it for an int or a
-// mode_t.
+// is its first on a little-endian machine and its second on a big-endian one; the high
+// word is never looked at, as the kernel ignores it for an int or a mode_t.
 const (
 	offNr   = 0
 	offArch = 4
 	offArgs = 16
 )
 
-func argLow(i int) uint32 { return offArgs + 8*uint32(i) }
+// argLow is the offset of argument i's low word.
+func argLow(bigEndian bool, i int) uint32 {
+	off := offArgs + 8*uint32(i)
+	if bigEndian {
+		off += 4
+	}
+	return off
+}
 
 // Program is the filter as classic BPF: for each architecture in turn, a block that is
 // entered when the call's architecture is the block's, looks at the call's number and, for
@@ -51,7 +57,7 @@ func (t table) block() []bpf.Instruction {
 			ret(x32Refusal))
 	}
 	for _, r := range t.rules {
-		h := r.handler()
+		h := r.handler(t.bigEndian)
 		b = append(b, bpf.JumpIf{Cond: bpf.JumpEqual, Val: r.nr, SkipFalse: uint8(len(h))})
 		b = append(b, h...)
 	}
@@ -59,21 +65,21 @@ func (t table) block() []bpf.Instruction {
 }
 
 // handler is a rule's check of the arguments; it returns on every path.
-func (r rule) handler() []bpf.Instruction {
+func (r rule) handler(bigEndian bool) []bpf.Instruction {
 	refuse := ret(Refuse(r.errno))
 	switch r.check {
 	case modeHasSetID:
 		return []bpf.Instruction{
-			bpf.LoadAbsolute{Off: argLow(r.mode), Size: 4},
+			bpf.LoadAbsolute{Off: argLow(bigEndian, r.mode), Size: 4},
 			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: setIDBits, SkipFalse: 1},
 			refuse,
 			ret(Allow),
 		}
 	case createsWithSetID:
 		return []bpf.Instruction{
-			bpf.LoadAbsolute{Off: argLow(r.flags), Size: 4},
+			bpf.LoadAbsolute{Off: argLow(bigEndian, r.flags), Size: 4},
 			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: creating, SkipFalse: 3},
-			bpf.LoadAbsolute{Off: argLow(r.mode), Size: 4},
+			bpf.LoadAbsolute{Off: argLow(bigEndian, r.mode), Size: 4},
 			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: setIDBits, SkipFalse: 1},
 			refuse,
 			ret(Allow),

@@ -5,6 +5,7 @@ package setid
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"golang.org/x/net/bpf"
@@ -13,15 +14,25 @@ import (
 
 // vmInput is c laid out as the kernel shows seccomp_data to a filter: the program's 32-bit
 // loads see each field's native value. x/net/bpf's machine reads words big-endian, so each
-// word is written so; an argument's low word comes first, as on the little-endian machines
-// the filter runs on.
+// word is written so; an argument's low word comes first, or second for a big-endian
+// architecture.
 func vmInput(c Call) []byte {
+	be := false
+	for _, t := range tables {
+		if t.arch == c.Arch {
+			be = t.bigEndian
+		}
+	}
 	b := make([]byte, 64)
 	binary.BigEndian.PutUint32(b[offNr:], c.Nr)
 	binary.BigEndian.PutUint32(b[offArch:], c.Arch)
 	for i, a := range c.Args {
-		binary.BigEndian.PutUint32(b[argLow(i):], uint32(a))
-		binary.BigEndian.PutUint32(b[argLow(i)+4:], uint32(a>>32))
+		lo, hi := argLow(be, i), argLow(be, i)+4
+		if be {
+			hi = lo - 4
+		}
+		binary.BigEndian.PutUint32(b[lo:], uint32(a))
+		binary.BigEndian.PutUint32(b[hi:], uint32(a>>32))
 	}
 	return b
 }
@@ -68,8 +79,10 @@ func TestProgramIsDecide(t *testing.T) {
 			nrs = append(nrs, ru.nr)
 		}
 	}
-	arches := []uint32{unix.AUDIT_ARCH_X86_64, unix.AUDIT_ARCH_I386, unix.AUDIT_ARCH_AARCH64, unix.AUDIT_ARCH_ARM,
-		unix.AUDIT_ARCH_RISCV64, unix.AUDIT_ARCH_PPC64LE, 0}
+	arches := []uint32{unix.AUDIT_ARCH_MIPS, unix.AUDIT_ARCH_S390, unix.AUDIT_ARCH_PPC, 0}
+	for _, tb := range tables {
+		arches = append(arches, tb.arch)
+	}
 	bits := []uint64{0, unix.S_ISUID, unix.S_ISGID, unix.S_ISUID | unix.S_ISGID, unix.S_ISVTX, 0o777,
 		unix.O_CREAT, 0o20000000, unix.O_TMPFILE, unix.O_RDONLY, unix.O_WRONLY | unix.O_TRUNC}
 	counts := map[Action]int{}
@@ -164,7 +177,15 @@ func TestDecide(t *testing.T) {
 		{"arm chmod 4755", Call{Arch: arm, Nr: 15, Args: [6]uint64{0, 0o4755}}, eperm},
 		{"arm fchmodat 4755", Call{Arch: arm, Nr: 333, Args: [6]uint64{0, 0, 0o4755}}, eperm},
 		{"arm openat O_CREAT 4755", Call{Arch: arm, Nr: 322, Args: [6]uint64{0, 0, creat, 0o4755}}, eperm},
-		{"unknown architecture", Call{Arch: unix.AUDIT_ARCH_RISCV64, Nr: 0}, enosys},
+		{"riscv64 fchmodat 4755", Call{Arch: unix.AUDIT_ARCH_RISCV64, Nr: 53, Args: [6]uint64{0, 0, 0o4755}}, eperm},
+		{"loongarch64 openat O_CREAT 4755", Call{Arch: unix.AUDIT_ARCH_LOONGARCH64, Nr: 56, Args: [6]uint64{0, 0, creat, 0o4755}}, eperm},
+		{"ppc64le chmod 4755", Call{Arch: unix.AUDIT_ARCH_PPC64LE, Nr: 15, Args: [6]uint64{0, 0o4755}}, eperm},
+		{"ppc64le fchmodat 755", Call{Arch: unix.AUDIT_ARCH_PPC64LE, Nr: 297, Args: [6]uint64{0, 0, 0o755}}, Allow},
+		{"s390x fchmodat 4755", Call{Arch: unix.AUDIT_ARCH_S390X, Nr: 299, Args: [6]uint64{0, 0, 0o4755}}, eperm},
+		{"s390x openat O_CREAT 2755", Call{Arch: unix.AUDIT_ARCH_S390X, Nr: 288, Args: [6]uint64{0, 0, creat, 0o2755}}, eperm},
+		{"s390x chmod 755, high word set", Call{Arch: unix.AUDIT_ARCH_S390X, Nr: 15, Args: [6]uint64{0, 1<<40 | 0o755}}, Allow},
+		{"unknown architecture (31-bit s390)", Call{Arch: unix.AUDIT_ARCH_S390, Nr: 15, Args: [6]uint64{0, 0o755}}, enosys},
+		{"unknown architecture (mips)", Call{Arch: unix.AUDIT_ARCH_MIPS, Nr: 0}, enosys},
 	} {
 		if got := Decide(tc.c); got != tc.want {
 			t.Errorf("%s: the rules give %#x, want %#x", tc.name, got, tc.want)
@@ -172,5 +193,22 @@ func TestDecide(t *testing.T) {
 		if got := run(t, vm, tc.c); got != tc.want {
 			t.Errorf("%s: the filter gives %#x, want %#x", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Every architecture Guard installs the filter on has a table, so the filter never refuses
+// the kernel's own calls as unknown.
+func TestNativeArchHasTable(t *testing.T) {
+	for goarch, arch := range nativeArch {
+		found := false
+		for _, tb := range tables {
+			found = found || tb.arch == arch
+		}
+		if !found {
+			t.Errorf("%s: no table for AUDIT_ARCH %#x", goarch, arch)
+		}
+	}
+	if _, ok := nativeArch[runtime.GOARCH]; !ok {
+		t.Errorf("this machine's architecture %s has no rules", runtime.GOARCH)
 	}
 }

@@ -63,10 +63,11 @@ type rule struct {
 // may call through more than one table (a 64-bit x86 process can use int $0x80, which
 // takes i386 numbers), so each architecture the machine can run is listed.
 type table struct {
-	name  string
-	arch  uint32 // AUDIT_ARCH_*
-	x32   bool   // refuse every call of the x32 ABI (numbers with bit 30 set)
-	rules []rule
+	name      string
+	arch      uint32 // AUDIT_ARCH_*
+	bigEndian bool   // an argument's low 32-bit word is its second (s390x)
+	x32       bool   // refuse every call of the x32 ABI (numbers with bit 30 set)
+	rules     []rule
 }
 
 // x32Bit marks a call of the x32 ABI, which shares AUDIT_ARCH_X86_64 with x86_64 and has
@@ -124,9 +125,11 @@ func rules(chmod, fchmod, fchmodat, open, openat, creat, mknod, mknodat uint32) 
 	return out
 }
 
-// tables are the architectures a filter knows: x86_64 with i386 (what an x86_64 kernel
-// runs), aarch64 with 32-bit arm (what an arm64 kernel may run). The numbers are those of
-// each architecture's syscall table.
+// tables are the architectures a filter knows: those Paddock builds kernels for, and the
+// 32-bit ABIs their kernels also run (i386 on x86_64, arm on aarch64). The numbers are
+// those of each architecture's syscall table; riscv64 and loongarch64 use the generic
+// table, as aarch64 does. A compat ABI not listed (s390's 31-bit, 32-bit powerpc) meets
+// unknownArch.
 var tables = []table{
 	{name: "x86_64", arch: unix.AUDIT_ARCH_X86_64, x32: true,
 		rules: rules(90, 91, 268, 2, 257, 85, 133, 259)},
@@ -136,6 +139,24 @@ var tables = []table{
 		rules: rules(0, 52, 53, 0, 56, 0, 0, 33)},
 	{name: "arm", arch: unix.AUDIT_ARCH_ARM,
 		rules: rules(15, 94, 333, 5, 322, 8, 14, 324)},
+	{name: "riscv64", arch: unix.AUDIT_ARCH_RISCV64,
+		rules: rules(0, 52, 53, 0, 56, 0, 0, 33)},
+	{name: "loongarch64", arch: unix.AUDIT_ARCH_LOONGARCH64,
+		rules: rules(0, 52, 53, 0, 56, 0, 0, 33)},
+	{name: "ppc64le", arch: unix.AUDIT_ARCH_PPC64LE,
+		rules: rules(15, 94, 297, 5, 286, 8, 14, 288)},
+	{name: "s390x", arch: unix.AUDIT_ARCH_S390X, bigEndian: true,
+		rules: rules(15, 94, 299, 5, 288, 8, 14, 290)},
+}
+
+// nativeArch is the AUDIT_ARCH of each Go architecture a table covers: Guard installs the
+// filter only where its own calls meet a table (elsewhere every call would be refused as
+// unknown, the kernel's own first).
+var nativeArch = map[string]uint32{
+	"amd64": unix.AUDIT_ARCH_X86_64, "386": unix.AUDIT_ARCH_I386,
+	"arm64": unix.AUDIT_ARCH_AARCH64, "arm": unix.AUDIT_ARCH_ARM,
+	"riscv64": unix.AUDIT_ARCH_RISCV64, "loong64": unix.AUDIT_ARCH_LOONGARCH64,
+	"ppc64le": unix.AUDIT_ARCH_PPC64LE, "s390x": unix.AUDIT_ARCH_S390X,
 }
 
 // unknownArch is the verdict on a call of an architecture no table lists: none the
