@@ -365,13 +365,22 @@ func TestListenAsContainerUser(t *testing.T) {
 		t.Fatalf("docker build: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", named).Run() })
+	// A kernel runs as a numeric user, as a name only the image knows, and, with no user
+	// named, as the workspace's owner (not root): the first and last can listen.
 	for _, tc := range []struct {
+		name   string
 		user   string
+		owner  int
 		listen bool
-	}{{"65534:65534", true}, {"nobody", false}} {
-		t.Run(tc.user, func(t *testing.T) {
+	}{{"65534:65534", "65534:65534", 0, true}, {"nobody", "nobody", 0, false}, {"owner", "", 65534, true}} {
+		t.Run(tc.name, func(t *testing.T) {
 			ws := t.TempDir()
 			os.Chmod(ws, 0o777)
+			if tc.owner != 0 {
+				if err := os.Chown(ws, tc.owner, tc.owner); err != nil {
+					t.Fatal(err)
+				}
+			}
 			pm, err := pathmap.New(pathmap.Mount{Sandbox: "/work", Host: ws})
 			if err != nil {
 				t.Fatal(err)

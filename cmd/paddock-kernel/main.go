@@ -16,6 +16,7 @@ import (
 	"os"
 
 	"github.com/paddockhq/paddock/transport/kernel"
+	"github.com/paddockhq/paddock/transport/kernel/setid"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -56,6 +57,13 @@ func main() {
 	if *showVersion {
 		fmt.Println(opts.Version)
 		return
+	}
+	// Before anything runs in the sandbox: no file it makes, in the host's workspace above all,
+	// may carry a set-id bit, on every transport. A kernel that cannot hold that does not
+	// serve.
+	if err := setid.Guard(); err != nil {
+		fmt.Fprintln(os.Stderr, "paddock-kernel:", err)
+		os.Exit(1)
 	}
 	var err error
 	if *listen != "" {

@@ -57,7 +57,7 @@ func (f *transportFlags) register(fs *pflag.FlagSet) {
 	fs.String("user", "", "docker: the user the kernel runs as, uid[:gid] (default: the image's)")
 	fs.Bool("writable-root", false, "docker: leave the sandbox's root filesystem writable (default: read-only)")
 	fs.StringSliceVar(&f.capAdd, "cap-add", nil, "docker: a capability the sandbox keeps (default: none; repeatable)")
-	fs.BoolVar(&f.newPrivileges, "new-privileges", false, "docker: let processes gain privileges through setuid files (default: no-new-privileges)")
+	fs.BoolVar(&f.newPrivileges, "new-privileges", false, "docker: leave the engine's no-new-privileges flag off (the kernel sets no_new_privs on itself all the same)")
 	fs.BoolVar(&f.noTmpfs, "no-tmpfs", false, "docker: no private tmpfs at /tmp")
 	fs.StringSlice("env", nil, "host variables passed into a sandbox (credentials never are; repeatable)")
 	fs.StringArrayVar(&f.mounts, "mount", nil, "HOST:SANDBOX[:ro], a directory both sides see (default for docker: the workspace at its own path; repeatable)")

@@ -134,8 +134,10 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	t.mu.Unlock()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
+	h := t.Hardening
+	h.User = docker.SandboxUser(h.User, docker.OwnerOf(spec))
 	if spec.Listen != "" {
-		uid, gid, err := user(t.Hardening.User)
+		uid, gid, err := user(h.User)
 		switch {
 		case err != nil:
 			return nil, err
@@ -148,7 +150,7 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 			}
 		}
 	}
-	p, err := planContainer(spec, Namespace, t.Mounts, t.Hardening, t.facts, docker.HostLabels(), hex.EncodeToString(b[:]))
+	p, err := planContainer(spec, Namespace, t.Mounts, h, t.facts, docker.HostLabels(), hex.EncodeToString(b[:]))
 	if err != nil {
 		return nil, err
 	}

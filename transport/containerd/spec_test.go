@@ -176,3 +176,27 @@ func TestPlanRefusals(t *testing.T) {
 		t.Errorf("a mount at the root was planned")
 	}
 }
+
+// Every host directory bound in, the workspace above all, is bound nosuid and nodev: a
+// set-id file or a device node there takes no effect in the sandbox.
+func TestPlanBindsNoSuidNoDev(t *testing.T) {
+	spec := testSpec(t, pathmap.Mount{Sandbox: "/work", Host: "/srv/ws"}, pathmap.Mount{Sandbox: "/ref", Host: "/srv/ref", ReadOnly: true})
+	spec.Listen = "/run/paddock/s1"
+	p, err := planContainer(spec, Namespace, []docker.Mount{{Host: "/usr", Sandbox: "/usr", ReadOnly: true}}, docker.Hardening{}, Facts{}, nil, "abcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	binds := 0
+	for _, m := range p.spec.Mounts {
+		if m.Type != "bind" {
+			continue
+		}
+		binds++
+		if !slices.Contains(m.Options, "nosuid") || !slices.Contains(m.Options, "nodev") {
+			t.Errorf("%s is bound with %q, without nosuid or nodev", m.Destination, m.Options)
+		}
+	}
+	if binds != 5 { // the kernel, two path-map mounts, /usr, the listen directory
+		t.Errorf("%d binds, want 5", binds)
+	}
+}

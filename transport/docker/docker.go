@@ -89,16 +89,18 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
+	h := t.Hardening
+	h.User = SandboxUser(h.User, OwnerOf(spec))
 	if spec.Listen != "" {
-		if uid, gid := t.kernelUser(ctx); !transport.ListenAs(uid) {
+		if uid, gid := t.kernelUser(ctx, h.User); !transport.ListenAs(uid) {
 			t.log().Warn("the kernel's user cannot listen in a directory of this process; its session will not outlive this process",
-				"user", t.Hardening.User, "image", t.Image, "uid", uid)
+				"user", h.User, "image", t.Image, "uid", uid)
 			spec.Listen, spec.Key = "", ""
 		} else if err := transport.PrepareListen(spec, uid, gid); err != nil {
 			return nil, fmt.Errorf("docker: %w", err)
 		}
 	}
-	p, err := planContainer(spec, t.Image, t.Mounts, t.Hardening, selfLabels(), hex.EncodeToString(b[:]))
+	p, err := planContainer(spec, t.Image, t.Mounts, h, selfLabels(), hex.EncodeToString(b[:]))
 	if err != nil {
 		return nil, err
 	}
@@ -207,10 +209,9 @@ func (t *Transport) logsOf(id string) string {
 	return ""
 }
 
-// kernelUser is the uid and gid the kernel runs as: the hardening's user, else the image's;
-// -1 for a name, which only the image can resolve.
-func (t *Transport) kernelUser(ctx context.Context) (int, int) {
-	u := t.Hardening.User
+// kernelUser is the uid and gid the kernel runs as: u, else the image's user; -1 for a
+// name, which only the image can resolve.
+func (t *Transport) kernelUser(ctx context.Context, u string) (int, int) {
 	if u == "" {
 		img, err := t.Client.ImageInspect(ctx, t.Image)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/docker/docker/api/types/container"
@@ -23,8 +24,9 @@ import (
 type Hardening struct {
 	// CapAdd lists the capabilities kept (CAP_ prefix optional); every other one is dropped.
 	CapAdd []string `mapstructure:"capAdd" json:"capAdd,omitempty"`
-	// NewPrivileges lets processes gain privileges through setuid files; false sets
-	// no-new-privileges.
+	// NewPrivileges leaves the engine's no-new-privileges flag off; false sets it. The
+	// kernel sets no_new_privs on itself all the same (its system-call filter needs it), so
+	// no sandbox process gains privileges through a setuid file either way.
 	NewPrivileges bool `mapstructure:"newPrivileges" json:"newPrivileges,omitempty"`
 	// Network is the container's network: "" or "none" for none, else "bridge", "host" or
 	// a network's name.
@@ -41,7 +43,7 @@ type Hardening struct {
 	// TmpfsSize is the /tmp tmpfs's size in bytes: 0 is DefaultTmpfs.
 	TmpfsSize int64 `mapstructure:"tmpfsSize" json:"tmpfsSize,omitempty"`
 	// User runs the kernel as this user ("uid", "uid:gid" or a name the image knows); ""
-	// is the image's user.
+	// is the workspace's owner when that is not root, else the image's user (SandboxUser).
 	User string `mapstructure:"user" json:"user,omitempty"`
 }
 
@@ -113,6 +115,12 @@ func planContainer(spec transport.Spec, image string, extra []Mount, h Hardening
 	if _, ok := spec.PathMap.Mount(cwd); !ok {
 		return nil, &OutsideError{Cwd: cwd}
 	}
+	// Docker binds these without nosuid or nodev: neither its Binds modes nor the Mounts
+	// API's BindOptions (up to the newest API) name them, and the engine refuses a mode it
+	// does not know. nosuid would not guard the host anyway: it stops set-id bits taking
+	// effect through this mount, while the host runs a file through its own. What guards
+	// the host is that no bit is set at all: the kernel's system-call filter refuses it,
+	// and the kernel runs as the workspace's owner (SandboxUser).
 	mounts := []mount.Mount{{Type: mount.TypeBind, Source: spec.Kernel, Target: KernelPath, ReadOnly: true}}
 	taken := map[string]bool{KernelPath: true}
 	for _, m := range spec.PathMap.Mounts() {
@@ -209,6 +217,29 @@ func planContainer(spec transport.Spec, image string, extra []Mount, h Hardening
 		hc.Memory, hc.MemorySwap = mem, mem
 	}
 	return &plan{config: cfg, host: hc, name: ContainerName(spec.Session, suffix)}, nil
+}
+
+// WorkspaceOwner is the owner of the host directory a kernel's working directory lies in;
+// Known is false when it could not be read.
+type WorkspaceOwner struct {
+	UID, GID int
+	Known    bool
+}
+
+// SandboxUser decides the user a container kernel runs as: the hardening's user when one
+// is named; else the workspace's owner, when known and not root, so every file the sandbox
+// makes in the workspace is the owner's own, as if the owner had made it, and a set-id bit
+// that got past the kernel's filter would raise no one above the owner; else "" (the
+// image's user: a workspace root owns is root's already). A uid the image does not list is
+// fine: the host image lists the host's users, and a numeric user needs no entry.
+func SandboxUser(named string, owner WorkspaceOwner) string {
+	if named != "" {
+		return named
+	}
+	if !owner.Known || owner.UID == 0 || owner.UID < 0 || owner.GID < 0 {
+		return ""
+	}
+	return strconv.Itoa(owner.UID) + ":" + strconv.Itoa(owner.GID)
 }
 
 // workingDir is the directory the kernel process starts in: cwd, except under the /tmp

@@ -188,3 +188,27 @@ func TestPlanListen(t *testing.T) {
 		t.Errorf("the listening directory is not bound: %+v", p.host.Mounts)
 	}
 }
+
+// A container kernel runs as the user the settings name; else as the workspace's owner
+// when that is known and not root, so what the sandbox makes there is the owner's and no
+// set-id file of root's can come of it; else as the image's user.
+func TestSandboxUser(t *testing.T) {
+	for _, tc := range []struct {
+		named string
+		owner WorkspaceOwner
+		want  string
+	}{
+		{"", WorkspaceOwner{UID: 1000, GID: 1000, Known: true}, "1000:1000"},
+		{"", WorkspaceOwner{UID: 1000, GID: 50, Known: true}, "1000:50"},
+		{"", WorkspaceOwner{UID: 0, GID: 0, Known: true}, ""},
+		{"", WorkspaceOwner{UID: 0, GID: 1000, Known: true}, ""},
+		{"", WorkspaceOwner{}, ""},
+		{"65534:65534", WorkspaceOwner{UID: 1000, GID: 1000, Known: true}, "65534:65534"},
+		{"dev", WorkspaceOwner{UID: 1000, GID: 1000, Known: true}, "dev"},
+		{"0", WorkspaceOwner{UID: 1000, GID: 1000, Known: true}, "0"},
+	} {
+		if got := SandboxUser(tc.named, tc.owner); got != tc.want {
+			t.Errorf("SandboxUser(%q, %+v) = %q, want %q", tc.named, tc.owner, got, tc.want)
+		}
+	}
+}
