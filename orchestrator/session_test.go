@@ -186,6 +186,46 @@ func TestHostRequestFromSandbox(t *testing.T) {
 	}
 }
 
+// A sandbox program's request that is not UTF-8 gets a refusal, and the session goes on with
+// the same kernel: it is a program's bad request, not a kernel the host cannot answer. (The
+// kernel refuses it; were it to relay it, the host would refuse it too: see
+// TestGateNotUTF8Refused.)
+func TestHostRequestNotUTF8FromSandbox(t *testing.T) {
+	kernel, err := images.Default.Find(context.Background(), runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	s := openLocal(t, t.TempDir(), Config{Handlers: map[string]Handler{
+		"test.echo": func(_ context.Context, req HostRequest) (any, error) {
+			got = append(got, string(req.Body))
+			return "heard", nil
+		},
+	}})
+	before, err := s.Ping(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Bash(context.Background(), `printf '{"say":"\377"}' | `+kernel+` host test.echo -; echo status $?`)
+	if err != nil {
+		t.Fatalf("the session's call failed: %v", err)
+	}
+	if len(res.Steps) != 3 || !strings.Contains(res.Steps[1].Stderr.Text, "not UTF-8") || res.Steps[2].Stdout.Text != "status 1\n" {
+		t.Fatalf("no refusal: %s", res)
+	}
+	if len(got) != 0 {
+		t.Fatalf("the handler ran for %q", got)
+	}
+	res, err = s.Bash(context.Background(), kernel+` host test.echo '{"say":"hi"}'`)
+	if err != nil || !strings.Contains(res.Steps[0].Stdout.Text, "heard") {
+		t.Fatalf("the next request: %v %s", err, res)
+	}
+	after, err := s.Ping(context.Background())
+	if err != nil || after.PID != before.PID {
+		t.Fatalf("the kernel was replaced: pid %d, then %d (%v)", before.PID, after.PID, err)
+	}
+}
+
 // A git step judged to read runs hardened: a textconv program the repository's config names
 // (through a .gitattributes driver) does not run under git show.
 func TestGitReadRunsHardened(t *testing.T) {
