@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/orchestrator/output"
@@ -183,6 +184,53 @@ func TestHostRequestFromSandbox(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[hi]" {
 		t.Fatalf("handler saw %v", got)
+	}
+}
+
+// Two programs of one pipeline ask the host at once; the first one's request waits until the
+// second one's has been served. With host requests served one after another, neither would
+// ever be answered.
+//
+// law: request_not_held_back
+func TestHostRequestWaitsAlone(t *testing.T) {
+	kernel, err := images.Default.Find(context.Background(), runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, served := make(chan struct{}), make(chan struct{})
+	heldBack := make(chan string, 2)
+	s := openLocal(t, t.TempDir(), Config{Handlers: map[string]Handler{
+		"test.wait": func(context.Context, HostRequest) (any, error) {
+			close(started)
+			select {
+			case <-served:
+				return "waited", nil
+			case <-time.After(guard):
+				heldBack <- "test.wait was never released"
+				return nil, errors.New("held back")
+			}
+		},
+		"test.echo": func(context.Context, HostRequest) (any, error) {
+			select {
+			case <-started:
+			case <-time.After(guard):
+				heldBack <- "test.echo ran, but test.wait never started"
+			}
+			close(served)
+			return "echoed", nil
+		},
+	}})
+	res, err := s.Bash(context.Background(), kernel+` host test.wait '{}' | `+kernel+` host test.echo '{}'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case msg := <-heldBack:
+		t.Fatal(msg)
+	default:
+	}
+	if len(res.Steps) != 2 || res.Steps[0].Status != 0 || res.Steps[1].Status != 0 || !strings.Contains(res.Steps[1].Stdout.Text, "echoed") {
+		t.Fatalf("%s", res)
 	}
 }
 
