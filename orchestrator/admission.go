@@ -3,8 +3,10 @@ package orchestrator
 import "github.com/paddockhq/paddock/transport/wire"
 
 // This file is the frame gate's decision: what becomes of one frame from a kernel. It is pure:
-// the reader in gate.go gathers the facts (the frame's head, its size, whether its type is
-// served and its id was used) and does what the decision says.
+// the reader in gate.go gathers the facts (the frame's head, its size, whether it is UTF-8,
+// whether its type is served, its id was used and the gate has room for it) and does what the
+// decision says. Frames are decided one by one in the order they arrive; only the replies to
+// accepted requests go out in the order their handlers finish.
 
 // Action is what the gate does with a frame.
 type Action int
@@ -34,6 +36,8 @@ const (
 	CodeNoID        = "no_id"        // a host request without an id
 	CodeUnknownType = "unknown_type" // a type the host does not serve
 	CodeDuplicate   = "duplicate"    // an id used before
+	CodeNotUTF8     = "not_utf8"     // a host request whose line is not UTF-8 past its head
+	CodeBusy        = "busy"         // the gate serves as many requests, or holds as many bytes, as it may
 )
 
 // FrameFacts are what the gate knows of a frame before deciding.
@@ -41,8 +45,14 @@ type FrameFacts struct {
 	Head     wire.Head
 	HeadErr  error // the head could not be read: not UTF-8, not a frame
 	Oversize bool  // the line was over wire.MaxLine; only its head was read
-	Served   bool  // the host serves Head.Type
-	Seen     bool  // Head.ID is among the ids remembered
+	// NotUTF8: the line is not UTF-8, but every member of its head comes before the first
+	// invalid byte, so Head was read.
+	NotUTF8 bool
+	Served  bool // the host serves Head.Type
+	Seen    bool // Head.ID is among the ids remembered
+	// Busy: serving the request now would pass the gate's bounds (requests in flight, bytes
+	// held).
+	Busy bool
 }
 
 // Admission is the gate's decision for one frame.
@@ -55,15 +65,20 @@ type Admission struct {
 }
 
 // Admit decides about one frame. Rules, in order (DESIGN.md "Frame gate"):
-//   - a head that cannot be read is a fault (the frame cannot be answered);
-//   - a host request over the limit gets one error reply and has no effect;
+//   - a head that cannot be read is a fault (the frame cannot be answered), and so is a frame
+//     other than a host request that is not UTF-8;
+//   - a host request over the limit, or not UTF-8 past its head, gets one error reply and has
+//     no effect: a sandbox program's bad request is refused, it does not end the kernel;
 //   - a host request with no id, no type, a used id or an unserved type gets one error
 //     reply (a used id: status duplicate) and has no effect;
+//   - a host request the gate has no room for gets one error reply, code busy, and has no
+//     effect: the reader never waits for a handler, since it also carries the replies a
+//     handler may be waiting for;
 //   - every other host request is accepted: exactly one handler, one reply;
 //   - replies and stream chunks go to their request; an oversized stream chunk is dropped;
 //   - any other event needs no reply and is dropped.
 func Admit(f FrameFacts) Admission {
-	if f.HeadErr != nil {
+	if f.HeadErr != nil || (f.NotUTF8 && f.Head.Event != wire.EventHostRequest) {
 		return Admission{Action: Fault}
 	}
 	switch f.Head.Event {
@@ -75,10 +90,14 @@ func Admit(f FrameFacts) Admission {
 			return refuse(wire.StatusDuplicate, CodeDuplicate, false)
 		case f.Oversize:
 			return refuse(wire.StatusError, CodeTooLarge, true)
+		case f.NotUTF8:
+			return refuse(wire.StatusError, CodeNotUTF8, true)
 		case f.Head.Type == "":
 			return refuse(wire.StatusError, CodeNoType, true)
 		case !f.Served:
 			return refuse(wire.StatusError, CodeUnknownType, true)
+		case f.Busy:
+			return refuse(wire.StatusError, CodeBusy, true)
 		}
 		return Admission{Action: Accept, Remember: true}
 	case wire.EventStream:

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"strconv"
@@ -20,6 +21,24 @@ import (
 
 // ErrKernelGone is the error of a request whose kernel ended before replying.
 var ErrKernelGone = errors.New("the kernel ended")
+
+// StalledError ends a connection whose kernel stopped reading: a write to its input made no
+// progress within the bound. The kernel is ended and, like one that sent a protocol fault,
+// replaced; the calls in flight fail with this error.
+type StalledError struct {
+	Wait time.Duration // the bound that passed
+}
+
+func (e *StalledError) Error() string {
+	return fmt.Sprintf("the kernel stopped reading: a write to it made no progress in %v", e.Wait)
+}
+
+// Code is the error's stable code.
+func (e *StalledError) Code() string { return "kernel_stalled" }
+
+// writeWait bounds how long one piece of a write to a kernel may take (see stallWriter). A
+// healthy kernel reads its input at all times; a variable so tests can shorten it.
+var writeWait = 15 * time.Second
 
 // conn is one running kernel and the frames to and from it. Requests go out under wmu;
 // the gate reads everything that comes back and routes replies and stream chunks to the
@@ -58,7 +77,8 @@ type call struct {
 // startConn starts reading k's frames through a gate serving handlers. adopt are calls
 // waiting for the replies of execs an earlier host sent (a listening kernel's).
 func startConn(ctx context.Context, k transport.Kernel, handlers map[string]Handler, log *slog.Logger, adopt map[string]*call) *conn {
-	c := &conn{k: k, log: log, w: wire.NewWriter(k.Stdin()), pending: map[string]*call{}, done: make(chan struct{})}
+	c := &conn{k: k, log: log, pending: map[string]*call{}, done: make(chan struct{})}
+	c.w = wire.NewWriter(&stallWriter{w: k.Stdin(), wait: writeWait, stalled: c.stalled})
 	if r, ok := k.(transport.Resuming); ok {
 		if res, ok := r.Resume(); ok {
 			c.resume = &res
@@ -82,7 +102,10 @@ func startConn(ctx context.Context, k transport.Kernel, handlers map[string]Hand
 			log.Error("protocol fault: the kernel sent a frame the host cannot answer; it will be replaced", "fault", pf.Reason)
 		}
 		c.mu.Lock()
-		c.err = err
+		if c.err == nil { // else a stall ended the conn first, and is its cause
+			c.err = err
+		}
+		err = c.err
 		pending := c.pending
 		c.pending = nil
 		c.mu.Unlock()
@@ -94,10 +117,59 @@ func startConn(ctx context.Context, k transport.Kernel, handlers map[string]Hand
 	return c
 }
 
+// stalled ends a conn whose kernel stopped reading: its end is known at once (the conn is
+// no longer alive), and ending the kernel closes its input, which ends the write waiting.
+func (c *conn) stalled(err *StalledError) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+	}
+	c.mu.Unlock()
+	c.log.Error("the kernel stopped reading its input; it will be replaced", "fault", err)
+	c.k.Kill()
+}
+
+// write writes one frame to the kernel. Writes are one at a time; each is bounded by the
+// stallWriter beneath.
 func (c *conn) write(f *wire.Frame) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return c.w.Write(f)
+}
+
+// stallWriter writes to a kernel's input in pieces of stallPiece bytes, each of which must be
+// taken within wait; else it calls stalled, which ends the kernel and so the write. Pieces
+// rather than frames: a large frame to a kernel on a slow link takes long, but keeps moving,
+// while a kernel that never reads would hold the host's writer, and with it every reply,
+// for ever. Not safe for concurrent use (the conn's wmu serializes writes).
+type stallWriter struct {
+	w       io.Writer
+	wait    time.Duration
+	stalled func(*StalledError)
+	err     error // set once a write stalled: every later write fails with it
+}
+
+const stallPiece = 64 << 10
+
+func (s *stallWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n := 0
+	stall := &StalledError{Wait: s.wait}
+	for n < len(p) {
+		timer := time.AfterFunc(s.wait, func() { s.stalled(stall) })
+		m, err := s.w.Write(p[n:min(len(p), n+stallPiece)])
+		n += m
+		if !timer.Stop() { // the bound passed: the kernel is being ended, whatever the write did
+			s.err = stall
+			return n, s.err
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // route hands a reply or stream chunk to its call.
@@ -163,25 +235,34 @@ func (c *conn) send(typ string, body any, stream func(step, fd int, data []byte)
 	if err != nil {
 		return "", nil, err
 	}
-	p := &call{reply: make(chan wire.Frame, 1), stream: stream}
-	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
+	id, p, err := c.register()
+	if err != nil {
 		return "", nil, err
 	}
-	c.next++
-	id := c.prefix + strconv.FormatUint(c.next, 10)
-	c.pending[id] = p
-	c.mu.Unlock()
+	p.stream = stream
 	if err := c.write(&wire.Frame{Event: wire.EventRequest, ID: id, Type: typ, Body: b}); err != nil {
 		c.mu.Lock()
 		if c.pending != nil {
 			delete(c.pending, id)
 		}
 		c.mu.Unlock()
-		return "", nil, fmt.Errorf("%s: %w (%v)", typ, ErrKernelGone, err)
+		return "", nil, fmt.Errorf("%s: %w: %w", typ, ErrKernelGone, err)
 	}
+	return id, p, nil
+}
+
+// register makes a new call, under a fresh id, to which the reply with that id will go; its
+// request is not sent.
+func (c *conn) register() (string, *call, error) {
+	p := &call{reply: make(chan wire.Frame, 1)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return "", nil, c.err
+	}
+	c.next++
+	id := c.prefix + strconv.FormatUint(c.next, 10)
+	c.pending[id] = p
 	return id, p, nil
 }
 
@@ -199,13 +280,19 @@ func replyBody(f wire.Frame) (json.RawMessage, error) {
 	return nil, f.Error
 }
 
-// fault returns the protocol fault that ended the conn, if one did.
-func (c *conn) fault() *wire.ProtocolFault {
+// fault returns the fault that ended the conn, if one did: a *wire.ProtocolFault (a frame
+// the host cannot answer) or a *StalledError (a kernel that stopped reading). Nil when the
+// conn is alive or its kernel just ended.
+func (c *conn) fault() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var pf *wire.ProtocolFault
 	if errors.As(c.err, &pf) {
 		return pf
+	}
+	var se *StalledError
+	if errors.As(c.err, &se) {
+		return se
 	}
 	return nil
 }

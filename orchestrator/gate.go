@@ -1,12 +1,14 @@
 package orchestrator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/paddockhq/paddock/transport/wire"
@@ -44,51 +46,147 @@ type Coded interface {
 	Code() string
 }
 
-// Gate reads a kernel's frames and admits them one by one (admission.go decides). Accepted
-// and refused host requests are answered in the order they arrived, one reply each, by one
-// worker; replies and stream chunks are routed as they are read, so output keeps flowing
-// while a handler works.
+// Gate reads a kernel's frames and admits them one by one, in the order they arrive
+// (admission.go decides). Each accepted host request is served by a worker of its own and its
+// reply goes out as soon as it is made, so a request that waits (a question, a collect, a
+// slow read) holds back no other; a refusal is written at once by the gate's own writer,
+// never behind a handler. Every host request gets exactly one reply, with its id; replies
+// go out in the order they are made, not the order their requests came. Replies and stream
+// chunks for the host's own requests are routed as they are read, so output keeps flowing
+// while handlers work.
+//
+// What the gate holds is bounded in requests and in bytes: at most MaxInFlight requests are
+// served at once, and a request is taken only if, with it, the requests being served and the
+// replies not yet written hold at most MaxHeld bytes (a request counted at the memory its line
+// keeps, holdCost); one that would pass either bound is refused busy. A reply cannot be
+// refused: replies are at most MaxInFlight, each within the line limit, and while they wait
+// for a kernel that reads slowly no request is taken. The reader never
+// waits for a handler: it also carries the replies a handler may itself be waiting for, so
+// holding it would stall the session; the refusal tells the program to ask again.
 type Gate struct {
 	Handlers map[string]Handler
-	// Reply writes one frame to the kernel.
+	// Reply writes one frame to the kernel. It is called from several goroutines at once.
 	Reply func(*wire.Frame) error
 	// Route takes a reply or stream frame; the line is valid until Route returns.
 	Route func(h wire.Head, line wire.Line)
-	// Read, when set, is called after each frame is dealt with (routed, queued or dropped).
+	// Read, when set, is called after each frame is dealt with (routed, started, refused or
+	// dropped).
 	Read func()
 	Log  *slog.Logger
+	// MaxInFlight bounds the host requests served at once, from admission until their reply
+	// is written; 0 is DefaultMaxInFlight.
+	MaxInFlight int
+	// MaxHeld bounds the bytes the gate holds for host requests: the lines of requests being
+	// served and the replies not yet written; 0 is DefaultMaxHeld. A request that would pass
+	// it is refused busy, so set it at least to the reader's line limit for a request of any
+	// size to be served when nothing else is.
+	MaxHeld int64
 
 	ids idRing
+
+	mu       sync.Mutex
+	inFlight int   // guarded by mu
+	held     int64 // guarded by mu
+	peak     int64 // guarded by mu: the most bytes held at once
 }
 
-// item is one answer to give, in order.
-type item struct {
-	adm  Admission
-	head wire.Head
-	line wire.Line
-}
+// Bounds of a gate.
+const (
+	DefaultMaxInFlight = 64
+	DefaultMaxHeld     = 2 * wire.MaxLine // two requests of the largest size
+	// refusalQueue is how many refusals may wait for the writer. Each is small (its id and
+	// type are within the head, wire.MaxHead), so the queue holds well under a megabyte.
+	refusalQueue = 64
+)
 
 // Run reads frames from r until it ends. It returns nil at the end of the stream, a
-// *wire.ProtocolFault for a frame that cannot be answered, or the reader's error. Every host
-// request read before the end is answered before Run returns.
+// *wire.ProtocolFault for a frame that cannot be answered, or the reader's error. When the
+// reading ends, the handlers still working are cancelled (their kernel is gone or faulty);
+// every host request read before the end has had its reply written, or its write fail,
+// before Run returns.
 func (g *Gate) Run(ctx context.Context, r *wire.Reader) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	queue := make(chan item, 256)
-	done := make(chan struct{})
-	go func() { // the worker: one reply per host request, in order
-		defer close(done)
-		for it := range queue {
-			g.answer(ctx, it)
+	p := &pool{work: make(chan job), refusals: make(chan *wire.Frame, refusalQueue)}
+	p.wg.Go(func() { // the refusals' writer
+		for f := range p.refusals {
+			g.write(f)
 		}
-	}()
-	err := g.read(r, queue)
-	close(queue)
-	<-done
+	})
+	err := g.read(ctx, r, p)
+	close(p.refusals)
+	close(p.work)
+	cancel()
+	p.wg.Wait()
 	return err
 }
 
-func (g *Gate) read(r *wire.Reader, queue chan<- item) error {
+// pool is a gate's workers while it runs: each serves one accepted request at a time, from its
+// handler to its reply written. Workers live until the gate ends, so that each request does
+// not pay for a fresh goroutine's stack to grow again; they are started as needed, up to
+// MaxInFlight.
+type pool struct {
+	work     chan job // unbuffered: a request is taken by a worker that is free
+	workers  int      // started; the reader's own
+	refusals chan *wire.Frame
+	wg       sync.WaitGroup
+}
+
+// job is an accepted request: its head and its line, what holding the line costs and, when
+// the line is the reader's, its release.
+type job struct {
+	head    wire.Head
+	line    []byte
+	cost    int64
+	release func()
+}
+
+// copyBelow: a line smaller than 1/copyBelow of the reader's buffer it lies in is copied out
+// of it to be held; a larger one is held where it is.
+const copyBelow = 8
+
+// holdCost is what holding a request's line while it is served costs the host. A line keeps
+// the whole buffer it lies in from reuse (wire.Line.Block), so a line much smaller than that
+// (a short request; one read after a long line, in its buffer) is copied out and costs its
+// size; any other is held where it is, costing its buffer, which is at most copyBelow times
+// the line. Copying every line would cost the common large request (a file written) a copy.
+func holdCost(line wire.Line) int64 {
+	if b := int64(line.Block()); line.Size*copyBelow >= b {
+		return b
+	}
+	return line.Size
+}
+
+// start hands j to a free worker, or to a new one. The gate has room for j (fewer than
+// maxInFlight requests in flight), so when every worker is started one has finished its
+// request and is on its way back for the next: the reader waits for that, never for a
+// handler.
+func (p *pool) start(ctx context.Context, g *Gate, j job, maxInFlight int) {
+	select {
+	case p.work <- j:
+		return
+	default:
+	}
+	if p.workers < maxInFlight {
+		p.workers++
+		p.wg.Go(func() {
+			for ok := true; ok; j, ok = <-p.work {
+				g.answer(ctx, j)
+			}
+		})
+		return
+	}
+	p.work <- j
+}
+
+func (g *Gate) read(ctx context.Context, r *wire.Reader, p *pool) error {
+	maxInFlight, maxHeld := g.MaxInFlight, g.MaxHeld
+	if maxInFlight <= 0 {
+		maxInFlight = DefaultMaxInFlight
+	}
+	if maxHeld <= 0 {
+		maxHeld = DefaultMaxHeld
+	}
 	for {
 		line, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -98,14 +196,13 @@ func (g *Gate) read(r *wire.Reader, queue chan<- item) error {
 			return err
 		}
 		facts := FrameFacts{Oversize: line.Oversize()}
-		if !facts.Oversize && !utf8.Valid(line.Bytes) {
-			facts.HeadErr = &wire.ProtocolFault{Reason: "not UTF-8"}
-		} else {
-			facts.Head, facts.HeadErr = wire.ReadHead(line.Head, !facts.Oversize)
-		}
+		facts.Head, facts.NotUTF8, facts.HeadErr = readHead(line)
 		if facts.HeadErr == nil && facts.Head.Event == wire.EventHostRequest {
 			_, facts.Served = g.Handlers[facts.Head.Type]
 			facts.Seen = g.ids.has(facts.Head.ID)
+			g.mu.Lock()
+			facts.Busy = g.inFlight >= maxInFlight || g.held+holdCost(line) > maxHeld
+			g.mu.Unlock()
 		}
 		adm := Admit(facts)
 		if adm.Remember {
@@ -114,16 +211,28 @@ func (g *Gate) read(r *wire.Reader, queue chan<- item) error {
 		switch adm.Action {
 		case Fault:
 			line.Release()
-			var pf *wire.ProtocolFault
-			if !errors.As(facts.HeadErr, &pf) {
+			pf := &wire.ProtocolFault{Reason: "not UTF-8"}
+			if facts.HeadErr != nil && !errors.As(facts.HeadErr, &pf) {
 				pf = &wire.ProtocolFault{Reason: facts.HeadErr.Error()}
 			}
 			if facts.Oversize {
 				pf = &wire.ProtocolFault{Reason: "over the line limit with no readable head: " + pf.Reason}
 			}
 			return pf
-		case Accept, Refuse:
-			queue <- item{adm: adm, head: facts.Head, line: line}
+		case Accept:
+			j := job{head: facts.Head, line: line.Bytes, cost: holdCost(line), release: line.Release}
+			if j.cost < int64(line.Block()) {
+				j.line, j.release = bytes.Clone(line.Bytes), nil
+				line.Release()
+			}
+			g.count(1, j.cost)
+			p.start(ctx, g, j, maxInFlight)
+		case Refuse:
+			f := wire.ErrorReply(facts.Head.ID, adm.Status, adm.Code, refusalText(adm, facts, line.Size))
+			line.Release()
+			// Waits only while the writer is blocked on a kernel that does not read; the
+			// write bound of the connection ends that.
+			p.refusals <- f
 		case Route:
 			g.Route(facts.Head, line)
 			line.Release()
@@ -139,43 +248,105 @@ func (g *Gate) read(r *wire.Reader, queue chan<- item) error {
 	}
 }
 
-// answer gives the one reply to a host request.
-func (g *Gate) answer(ctx context.Context, it item) {
-	id := it.head.ID
-	var reply *wire.Frame
-	if it.adm.Action == Refuse {
-		reply = wire.ErrorReply(id, it.adm.Status, it.adm.Code, refusalText(it))
-	} else {
-		reply = g.serve(ctx, it)
+// readHead reads a line's head. A line that is not UTF-8 still has a readable head when every
+// member of the head comes before the first invalid byte: the head is returned with notUTF8.
+// A line within the limit is checked whole; an oversized one only in the head that was kept.
+func readHead(line wire.Line) (h wire.Head, notUTF8 bool, err error) {
+	if line.Oversize() {
+		h, err = wire.ReadHead(line.Head, false)
+		return h, false, err
 	}
-	it.line.Release()
-	if err := g.Reply(reply); err != nil && g.Log != nil {
-		g.Log.Warn("reply not written", "id", id, "err", err)
+	// The head is the line's first wire.MaxHead bytes: complete only when that is all of it;
+	// else it may end inside a character.
+	complete := len(line.Head) == len(line.Bytes)
+	if utf8.Valid(line.Bytes) {
+		h, err = wire.ReadHead(line.Head, complete)
+		return h, false, err
+	}
+	head := line.Head
+	if n := validPrefix(head); n < len(head) {
+		head, complete = head[:n], false
+	}
+	h, err = wire.ReadHead(head, complete)
+	if err == nil && h.Rest < 0 {
+		err = &wire.ProtocolFault{Reason: "not UTF-8 within the head"}
+	}
+	return h, true, err
+}
+
+// validPrefix is the length of b's longest prefix that is UTF-8.
+func validPrefix(b []byte) int {
+	n := 0
+	for n < len(b) {
+		r, size := utf8.DecodeRune(b[n:])
+		if r == utf8.RuneError && size <= 1 {
+			break
+		}
+		n += size
+	}
+	return n
+}
+
+// count adds to what the gate holds: requests in flight and bytes.
+func (g *Gate) count(requests int, bytes int64) {
+	g.mu.Lock()
+	g.inFlight += requests
+	g.held += bytes
+	g.peak = max(g.peak, g.held)
+	g.mu.Unlock()
+}
+
+// answer serves one accepted request and writes its one reply.
+func (g *Gate) answer(ctx context.Context, j job) {
+	reply := g.serve(ctx, j.head, j.line)
+	if j.release != nil { // the request's line is no longer used
+		j.release()
+	}
+	// Until written, the reply is held instead of the request.
+	size := int64(len(reply.Body)) + int64(len(reply.ID))
+	g.count(0, size-j.cost)
+	g.write(reply)
+	g.count(-1, -size)
+}
+
+func (g *Gate) write(f *wire.Frame) {
+	if err := g.Reply(f); err != nil && g.Log != nil {
+		g.Log.Warn("reply not written", "id", f.ID, "err", err)
 	}
 }
 
-func refusalText(it item) string {
-	switch it.adm.Code {
+func refusalText(adm Admission, f FrameFacts, size int64) string {
+	switch adm.Code {
 	case CodeTooLarge:
-		return fmt.Sprintf("the frame is %d bytes, over the limit of %d", it.line.Size, wire.MaxLine)
+		return fmt.Sprintf("the frame is %d bytes, over the limit of %d", size, wire.MaxLine)
+	case CodeNotUTF8:
+		return "the request is not UTF-8"
 	case CodeNoType:
 		return "a host request needs a type"
 	case CodeNoID:
 		return "a host request needs an id"
 	case CodeUnknownType:
-		return fmt.Sprintf("the host does not serve %q", it.head.Type)
+		return fmt.Sprintf("the host does not serve %q", f.Head.Type)
 	case CodeDuplicate:
-		return fmt.Sprintf("id %q was used before", it.head.ID)
+		return fmt.Sprintf("id %q was used before", f.Head.ID)
+	case CodeBusy:
+		return "the host is serving as many requests as it may; ask again when one has been answered"
 	}
-	return it.adm.Code
+	return adm.Code
 }
 
-func (g *Gate) serve(ctx context.Context, it item) (reply *wire.Frame) {
-	id := it.head.ID
+// replyRoom is what a reply line holds besides its body and id: its other members.
+const replyRoom = 256
+
+// serve runs the request's handler and makes its one reply. A reply the kernel could not
+// read, one over the line limit, becomes an error reply: the kernel would drop it, and its
+// program would wait for ever.
+func (g *Gate) serve(ctx context.Context, head wire.Head, line []byte) (reply *wire.Frame) {
+	id := head.ID
 	// The body is handed on undecoded: decoding it is the handler's part.
-	body, ok := wire.Member(it.line.Bytes, it.head, "body")
+	body, ok := wire.Member(line, head, "body")
 	if !ok {
-		f, err := wire.Decode(it.line.Bytes)
+		f, err := wire.Decode(line)
 		if err != nil {
 			return wire.ErrorReply(id, wire.StatusError, "bad_request", err.Error())
 		}
@@ -184,12 +355,12 @@ func (g *Gate) serve(ctx context.Context, it item) (reply *wire.Frame) {
 	defer func() {
 		if p := recover(); p != nil {
 			if g.Log != nil {
-				g.Log.Error("host request handler panicked", "type", it.head.Type, "panic", p)
+				g.Log.Error("host request handler panicked", "type", head.Type, "panic", p)
 			}
 			reply = wire.ErrorReply(id, wire.StatusError, "failed", "the host failed to serve this request")
 		}
 	}()
-	res, err := g.Handlers[it.head.Type](ctx, HostRequest{ID: id, Type: it.head.Type, Body: body})
+	res, err := g.Handlers[head.Type](ctx, HostRequest{ID: id, Type: head.Type, Body: body})
 	if err != nil {
 		code := "failed"
 		var c Coded
@@ -201,6 +372,10 @@ func (g *Gate) serve(ctx context.Context, it item) (reply *wire.Frame) {
 	reply, err = wire.Reply(id, res)
 	if err != nil {
 		return wire.ErrorReply(id, wire.StatusError, "failed", "the reply could not be encoded")
+	}
+	// An id is at most wire.MaxHead bytes, each escaped in at most 6.
+	if n := len(reply.Body) + 6*len(id) + replyRoom; n > wire.MaxLine {
+		return wire.ErrorReply(id, wire.StatusError, CodeTooLarge, fmt.Sprintf("the reply is %d bytes, over the limit of %d", len(reply.Body), wire.MaxLine))
 	}
 	return reply
 }

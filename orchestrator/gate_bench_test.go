@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/paddockhq/paddock/transport/wire"
@@ -123,13 +124,20 @@ func BenchmarkGateHostRequest(b *testing.B) {
 					}
 				}
 			}()
+			var refused atomic.Int64
 			g := &Gate{
 				Handlers: map[string]Handler{"fs.write": func(context.Context, HostRequest) (any, error) { return nil, nil }},
-				Reply:    func(*wire.Frame) error { return nil },
+				Reply: func(f *wire.Frame) error {
+					if f.Status != wire.StatusOK {
+						refused.Add(1)
+					}
+					return nil
+				},
 			}
 			if err := g.Run(context.Background(), wire.NewReader(pr)); err != nil {
 				b.Fatal(err)
 			}
+			b.ReportMetric(float64(refused.Load())/float64(b.N), "refused/op")
 		})
 	}
 }

@@ -234,8 +234,8 @@ func (s *Session) conn(ctx context.Context) (*conn, error) {
 	if s.c.alive() {
 		return s.c, nil
 	}
-	if pf := s.c.fault(); pf != nil {
-		s.log.Error("kernel replaced after a protocol fault", "fault", pf.Reason)
+	if f := s.c.fault(); f != nil {
+		s.log.Error("kernel replaced after a fault", "fault", f)
 	} else {
 		s.log.Error("kernel replaced after it ended")
 	}

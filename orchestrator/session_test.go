@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddockhq/paddock/gitexec/gitexectest"
 	"github.com/paddockhq/paddock/images"
@@ -184,6 +185,93 @@ func TestHostRequestFromSandbox(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[hi]" {
 		t.Fatalf("handler saw %v", got)
+	}
+}
+
+// Two programs of one pipeline ask the host at once; the first one's request waits until the
+// second one's has been served. With host requests served one after another, neither would
+// ever be answered.
+//
+// law: request_not_held_back
+func TestHostRequestWaitsAlone(t *testing.T) {
+	kernel, err := images.Default.Find(context.Background(), runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, served := make(chan struct{}), make(chan struct{})
+	heldBack := make(chan string, 2)
+	s := openLocal(t, t.TempDir(), Config{Handlers: map[string]Handler{
+		"test.wait": func(context.Context, HostRequest) (any, error) {
+			close(started)
+			select {
+			case <-served:
+				return "waited", nil
+			case <-time.After(guard):
+				heldBack <- "test.wait was never released"
+				return nil, errors.New("held back")
+			}
+		},
+		"test.echo": func(context.Context, HostRequest) (any, error) {
+			select {
+			case <-started:
+			case <-time.After(guard):
+				heldBack <- "test.echo ran, but test.wait never started"
+			}
+			close(served)
+			return "echoed", nil
+		},
+	}})
+	res, err := s.Bash(context.Background(), kernel+` host test.wait '{}' | `+kernel+` host test.echo '{}'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case msg := <-heldBack:
+		t.Fatal(msg)
+	default:
+	}
+	if len(res.Steps) != 2 || res.Steps[0].Status != 0 || res.Steps[1].Status != 0 || !strings.Contains(res.Steps[1].Stdout.Text, "echoed") {
+		t.Fatalf("%s", res)
+	}
+}
+
+// A sandbox program's request that is not UTF-8 gets a refusal, and the session goes on with
+// the same kernel: it is a program's bad request, not a kernel the host cannot answer. (The
+// kernel refuses it; were it to relay it, the host would refuse it too: see
+// TestGateNotUTF8Refused.)
+func TestHostRequestNotUTF8FromSandbox(t *testing.T) {
+	kernel, err := images.Default.Find(context.Background(), runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	s := openLocal(t, t.TempDir(), Config{Handlers: map[string]Handler{
+		"test.echo": func(_ context.Context, req HostRequest) (any, error) {
+			got = append(got, string(req.Body))
+			return "heard", nil
+		},
+	}})
+	before, err := s.Ping(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Bash(context.Background(), `printf '{"say":"\377"}' | `+kernel+` host test.echo -; echo status $?`)
+	if err != nil {
+		t.Fatalf("the session's call failed: %v", err)
+	}
+	if len(res.Steps) != 3 || !strings.Contains(res.Steps[1].Stderr.Text, "not UTF-8") || res.Steps[2].Stdout.Text != "status 1\n" {
+		t.Fatalf("no refusal: %s", res)
+	}
+	if len(got) != 0 {
+		t.Fatalf("the handler ran for %q", got)
+	}
+	res, err = s.Bash(context.Background(), kernel+` host test.echo '{"say":"hi"}'`)
+	if err != nil || !strings.Contains(res.Steps[0].Stdout.Text, "heard") {
+		t.Fatalf("the next request: %v %s", err, res)
+	}
+	after, err := s.Ping(context.Background())
+	if err != nil || after.PID != before.PID {
+		t.Fatalf("the kernel was replaced: pid %d, then %d (%v)", before.PID, after.PID, err)
 	}
 }
 

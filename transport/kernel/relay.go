@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/paddockhq/paddock/transport/wire"
 )
@@ -138,6 +139,11 @@ func (r *relay) relayLine(line wire.Line) wire.Frame {
 	}
 	if line.Oversize() {
 		return refuse(CodeBadRequest, "request of "+strconv.FormatInt(line.Size, 10)+" bytes is over the limit")
+	}
+	// Decoding would hide invalid UTF-8 in the type (replaced by U+FFFD) and pass it on in
+	// the body (kept raw): the host would get a line it does not take.
+	if !utf8.Valid(line.Bytes) {
+		return refuse(CodeBadRequest, "the request is not UTF-8")
 	}
 	var req request
 	if err := json.Unmarshal(line.Bytes, &req); err != nil {

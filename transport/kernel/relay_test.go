@@ -154,11 +154,26 @@ func TestHostSocketOneConnection(t *testing.T) {
 			t.Errorf("reply %q: %v", line, err)
 		}
 	}
-	// A line that is not a request is refused on the connection, without reaching the host.
-	c.Write([]byte("{\"body\":1}\n"))
-	line, err := rd.ReadString('\n')
-	if err != nil || !strings.Contains(line, `"bad_request"`) {
-		t.Errorf("refusal %q %v", line, err)
+	// A line that is not a request is refused on the connection, without reaching the host;
+	// so is one that is not UTF-8, in its type or its body, and the connection goes on.
+	c.SetReadDeadline(time.Now().Add(10 * time.Second)) // a refusal that never comes fails
+	for _, bad := range []string{"{\"body\":1}", "{\"type\":\"fs.glob\xff\"}", "{\"type\":\"fs.glob\",\"body\":{\"q\":\"\xc3\"}}"} {
+		c.Write([]byte(bad + "\n"))
+		line, err := rd.ReadString('\n')
+		if err != nil || !strings.Contains(line, `"bad_request"`) {
+			t.Errorf("refusal of %q: %q %v", bad, line, err)
+		}
+	}
+	if f, ok := k.hostRequest(50 * time.Millisecond); ok {
+		t.Errorf("a bad request reached the host: %+v", f)
+	}
+	c.Write([]byte(`{"type":"fs.glob","body":{"q":"é"}}` + "\n"))
+	req := k.answer(t, "fs.glob", okReply(`"after"`))
+	if string(req.Body) != `{"q":"é"}` {
+		t.Errorf("relayed body %s", req.Body)
+	}
+	if line, err := rd.ReadString('\n'); err != nil || !strings.Contains(line, `"after"`) {
+		t.Errorf("reply after the refusals %q %v", line, err)
 	}
 }
 

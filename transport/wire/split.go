@@ -52,6 +52,16 @@ func (b *block) release() {
 	}
 }
 
+// Block is the size of the buffer the line lies in. Until the line is released it keeps all
+// of that buffer from reuse (with the other lines cut from it), whatever its own size: what
+// holding the line costs. A line over the limit lies in no buffer: 0.
+func (l Line) Block() int {
+	if l.blk == nil {
+		return 0
+	}
+	return len(l.blk.buf)
+}
+
 // Oversize reports whether the line was over MaxLine and so only its head was kept.
 func (l Line) Oversize() bool { return l.Bytes == nil }
 

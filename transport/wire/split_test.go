@@ -261,3 +261,27 @@ func TestReleasedBlocksNeverOverwriteHeldLines(t *testing.T) {
 		}
 	}
 }
+
+// A line's Block is the buffer it keeps from reuse: at least the line itself (a short line
+// first in a reader: a pooled chunk; a short line after a long one may lie in the long one's
+// buffer); none over the limit.
+func TestLineBlock(t *testing.T) {
+	const limit = 3 << 20
+	var in []byte
+	sizes := []int{10, 100 << 10, 300 << 10, 1 << 20, limit - 1, 20, limit + 5, 20}
+	for _, n := range sizes {
+		in = append(append(in, bytes.Repeat([]byte{'x'}, n)...), '\n')
+	}
+	r := NewReaderSize(iotest.HalfReader(bytes.NewReader(in)), limit)
+	for i, l := range lines(t, r) {
+		n := sizes[i]
+		switch {
+		case n > limit:
+			if l.Block() != 0 {
+				t.Errorf("line %d of %d over the limit: block %d", i, n, l.Block())
+			}
+		case i == 0 && l.Block() != chunk, l.Block() < n:
+			t.Errorf("line %d of %d: block %d", i, n, l.Block())
+		}
+	}
+}
