@@ -36,11 +36,17 @@ type exitCoder interface {
 	ExitCode() int
 }
 
-// codeError ends the command with a code and, when its error is set, a message.
+// codeError ends the command with a code and, when its error is set, a message. reported
+// says the command's output (its result, its --json report) already tells the outcome the
+// code stands for: a script's status, conflicts, failed children.
 type codeError struct {
-	code int
-	err  error
+	code     int
+	err      error
+	reported bool
 }
+
+// outcome is the exit code of an outcome the command's output already told.
+func outcome(code int, err error) *codeError { return &codeError{code: code, err: err, reported: true} }
 
 func (e *codeError) Error() string {
 	if e.err == nil {
@@ -104,15 +110,15 @@ func exitCode(err error, sig os.Signal, asJSON bool, stdout, stderr io.Writer) i
 	}
 	code, status := classify(err, sig)
 	var ce *codeError
-	quiet := errors.As(err, &ce) && ce.err == nil // a script's own status: its output said it all
+	told := errors.As(err, &ce) && ce.reported // the output said it: a script's status, conflicts
 	switch {
-	case quiet:
 	case code == "interrupted":
 		fmt.Fprintf(stderr, "paddock: interrupted (%v)\n", sig)
+	case told && ce.err == nil:
 	default:
 		fmt.Fprintln(stderr, "paddock:", err)
 	}
-	if asJSON && !quiet {
+	if asJSON && (!told || code == "interrupted") {
 		json.NewEncoder(stdout).Encode(jsonError{Error: jsonErrorBody{Code: code, Message: err.Error(), Exit: status}})
 	}
 	return status
@@ -142,8 +148,12 @@ func classify(err error, sig os.Signal) (code string, status int) {
 		}
 		return "interrupted", 128 + n
 	case errors.As(err, &ce):
-		code = "failed"
-		if errors.As(err, &coded) {
+		switch code = "failed"; {
+		case ce.ExitCode() == exitNoKernel:
+			code = "no_kernel"
+		case ce.ExitCode() == exitConflicts:
+			code = "conflicts"
+		case errors.As(err, &coded):
 			code = coded.Code()
 		}
 		return code, ce.ExitCode()
