@@ -130,6 +130,12 @@ func sp(id string, rest ...string) string {
 	return p
 }
 
+// Settings returns the settings a session opened with req would have, each with its source.
+func (c *Client) Settings(ctx context.Context, req api.OpenRequest) (api.Settings, error) {
+	var out api.Settings
+	return out, c.do(ctx, "POST", "/v1/settings", req, &out)
+}
+
 // Health asks the daemon who it is.
 func (c *Client) Health(ctx context.Context) (api.Health, error) {
 	var h api.Health

@@ -562,7 +562,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 	for name, v := range map[string]any{
 		"OpenRequest": api.OpenRequest{}, "Session": api.Session{}, "BashRequest": api.BashRequest{},
 		"Job": api.Job{}, "SpawnRequest": api.SpawnRequest{}, "AnswerRequest": api.AnswerRequest{},
-		"Event": api.Event{}, "Error": api.Error{}, "Health": api.Health{},
+		"Event": api.Event{}, "Error": api.Error{}, "Health": api.Health{}, "Setting": api.Setting{}, "Settings": api.Settings{},
 		"Result": orchestrator.Result{}, "StepResult": orchestrator.StepResult{}, "End": orchestrator.End{},
 		"Question": orchestrator.Question{}, "Settlement": orchestrator.Settlement{},
 		"Collected": orchestrator.Collected{}, "SpawnedChild": orchestrator.SpawnedChild{},

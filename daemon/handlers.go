@@ -44,6 +44,7 @@ func (s *Server) routes() {
 		"POST /v1/sessions/{id}/jobs/{job}/wait":             s.waitJob,
 		"POST /v1/sessions/{id}/jobs/{job}/kill":             s.killJob,
 		"GET /v1/sessions/{id}/events":                       s.events,
+		"POST /v1/settings":                                  s.settings,
 		"GET /metrics":                                       s.serveMetrics,
 		"GET /openapi.json":                                  s.openapi,
 	}
@@ -61,6 +62,25 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, &orchestrator.NotFoundError{What: "route", ID: r.Method + " " + r.URL.Path})
 	})
+}
+
+// settings answers what a session opened with the request would have of each setting.
+func (s *Server) settings(w http.ResponseWriter, r *http.Request) {
+	var req api.OpenRequest
+	if err := readJSON(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if s.cfg.Settings == nil {
+		writeJSON(w, http.StatusNotImplemented, api.Error{Code: "not_implemented", Message: "this daemon cannot show its settings"})
+		return
+	}
+	out, err := s.cfg.Settings(r.Context(), req)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

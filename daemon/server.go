@@ -52,6 +52,9 @@ type Config struct {
 	// the session's sandbox left (its containers) and says why the session ended. nil: the
 	// sessions are listed as ended with a general reason.
 	Recover func(ctx context.Context, s api.Session) (reason string)
+	// Settings says what settings a session opened with a request would have; nil: the
+	// daemon cannot say (/v1/settings answers 501).
+	Settings func(ctx context.Context, req api.OpenRequest) (api.Settings, error)
 	// Version is reported by /v1/health.
 	Version string
 	// Log receives diagnostics; nil discards them.

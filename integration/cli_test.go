@@ -88,6 +88,13 @@ func TestRunDefaultTransport(t *testing.T) {
 	if !strings.HasPrefix(out, "alpha\n"+ws+"\n") || !strings.Contains(out, docker.KernelPath) {
 		t.Errorf("paddock run did not run in a container with the workspace at its own path:\n%s", out)
 	}
+	// The host image's usual tool directories are on the sandbox's PATH.
+	if _, err := os.Stat("/usr/local/go/bin/go"); err == nil {
+		out, errOut, code := runPaddock(t, bin, ws, nil, "run", "--", `sh -c 'command -v go'`)
+		if code != 0 || out != "/usr/local/go/bin/go\n" {
+			t.Errorf("go in the sandbox: status %d, %q %q", code, out, errOut)
+		}
+	}
 	// The session's container went with it.
 	if left := leftContainers(t, cli); len(left) != 0 {
 		t.Errorf("containers left by paddock run: %v", left)

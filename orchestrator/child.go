@@ -41,7 +41,8 @@ type ChildConfig struct {
 
 // child is what a parent keeps of a child.
 type child struct {
-	dir string // isolated: the clone's directory
+	dir  string // isolated: the clone's directory
+	made bool   // the spawn made dir: it goes once a hand-back leaves nothing in it to keep
 
 	clone *workspace.CloneReport
 
@@ -95,9 +96,11 @@ func (s *Session) childConfig(ctx context.Context, cc ChildConfig, clone *worksp
 	switch cc.Workspace {
 	case "", Shared:
 	case Isolated:
+		made := false
 		if clone == nil {
 			dir := cc.Dir
 			if dir == "" {
+				made = true
 				base := s.cfg.ChildDirs
 				if base == "" {
 					base = s.cfg.StateDir
@@ -123,7 +126,7 @@ func (s *Session) childConfig(ctx context.Context, cc ChildConfig, clone *worksp
 			}
 			clone = rep
 		}
-		ch.dir, ch.clone = clone.Dir, clone
+		ch.dir, ch.clone, ch.made = clone.Dir, clone, made
 		cfg.Workspace = filepath.Join(clone.Dir, "copy")
 		if cfg.PathMap != nil {
 			// The child sees its copy where the parent sees the workspace.
@@ -189,6 +192,15 @@ func (s *Session) handBack(ctx context.Context) error {
 	}
 	if err := workspace.Discard(s.child.dir); err != nil {
 		return fmt.Errorf("session %s: hand-back: %w", s.id, err)
+	}
+	// A directory the spawn made, whose hand-back kept no child's version, holds nothing
+	// anyone needs: it goes, so a clean child leaves nothing behind. One with conflicts
+	// stays, the report naming it.
+	if s.child.made && len(rep.Conflicts) == 0 {
+		if err := os.RemoveAll(s.child.dir); err != nil {
+			return fmt.Errorf("session %s: hand-back: %w", s.id, err)
+		}
+		rep.Dir = ""
 	}
 	s.child.mu.Lock()
 	s.child.handback = rep

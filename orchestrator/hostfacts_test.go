@@ -278,3 +278,40 @@ func TestGatekeeperRecorded(t *testing.T) {
 	}
 
 }
+
+// An isolated child's directory that its spawn made goes with a clean hand-back; one whose
+// hand-back kept a conflicted version stays, the report naming it.
+func TestCleanChildLeavesNothing(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("parent\n"), 0o644)
+	s := openLocal(t, ws, Config{StateDir: state})
+	ctx := context.Background()
+	clean, err := s.Spawn(ctx, ChildConfig{Name: "clean", Workspace: Isolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clean.Bash(ctx, "echo new > b.txt"); err != nil {
+		t.Fatal(err)
+	}
+	clean.Close()
+	if rep := clean.Handback(); rep == nil || len(rep.Taken) != 1 || rep.Dir != "" {
+		t.Fatalf("clean hand-back: %+v", rep)
+	}
+	if left, _ := filepath.Glob(filepath.Join(state, "child-*")); len(left) != 0 {
+		t.Fatalf("a clean child left %v", left)
+	}
+	kid, err := s.Spawn(ctx, ChildConfig{Name: "kid", Workspace: Isolated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid.Bash(ctx, "echo child > a.txt")
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("parent changed\n"), 0o644)
+	kid.Close()
+	rep := kid.Handback()
+	if rep == nil || len(rep.Conflicts) != 1 || rep.Dir == "" {
+		t.Fatalf("conflicted hand-back: %+v", rep)
+	}
+	if b, err := os.ReadFile(filepath.Join(rep.Dir, "conflicts", "a.txt")); err != nil || string(b) != "child\n" {
+		t.Fatalf("the child's version: %q %v", b, err)
+	}
+}

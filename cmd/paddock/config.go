@@ -3,12 +3,18 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/client"
+	"github.com/paddockhq/paddock/config"
+	"github.com/paddockhq/paddock/daemon/api"
 )
 
 func init() { commands = append(commands, newConfigCmd) }
@@ -21,12 +27,13 @@ func newConfigCmd() *cobra.Command {
 	var workspace string
 	var asJSON bool
 	show := &cobra.Command{
-		Use:   "show [--workspace DIR] [--json]",
+		Use:   "show [--workspace DIR] [--json] [--host unix://PATH] [flags]",
 		Short: "Print every effective setting and where its value came from",
 		Long: `Show prints every setting as a session in the workspace (default: the current directory)
 would have it, each with its source: a flag, a PADDOCK_* environment variable, the global
 settings file, the project's .paddock/settings file, or the default. A key the project's file
-may not set is ignored with a warning naming it.`,
+may not set is ignored with a warning naming it. With --host unix://PATH (or PADDOCK_HOST) the
+daemon there says what its sessions would have, the flags given passed as run passes them.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if workspace == "" {
@@ -36,44 +43,43 @@ may not set is ignored with a warning naming it.`,
 				}
 				workspace = wd
 			}
-			l, err := loadSettings(workspace, cmd.Flags(), withKeys(runKeys, transportKeys), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			vals, err := settingValues(l.Settings)
-			if err != nil {
-				return err
-			}
-			keys := slices.Sorted(func(yield func(string) bool) {
-				for k := range vals {
-					if !yield(k) {
-						return
+			var settings []api.Setting
+			if host := daemonHost(cmd.Flags()); host != "" {
+				// The daemon's settings are its own: its environment, its global file.
+				abs, err := filepath.Abs(workspace)
+				if err != nil {
+					return err
+				}
+				req, err := hostedRequest(cmd.Flags(), abs)
+				if err != nil {
+					return err
+				}
+				err = withDaemon(host, func(c *client.Client) error {
+					got, err := c.Settings(cmd.Context(), req)
+					for _, w := range got.Warnings {
+						fmt.Fprintln(cmd.ErrOrStderr(), "paddock: warning:", w)
 					}
+					settings = got.Settings
+					return err
+				})
+				if err != nil {
+					return err
 				}
-			})
-			source := func(k string) string {
-				if s := l.Sources[strings.ToLower(k)]; s != "" {
-					return s
+			} else {
+				l, err := loadSettings(workspace, cmd.Flags(), withKeys(runKeys, transportKeys), cmd.ErrOrStderr())
+				if err != nil {
+					return err
 				}
-				return "default"
+				settings = effective(l)
 			}
 			if asJSON {
-				type entry struct {
-					Key    string `json:"key"`
-					Value  any    `json:"value"`
-					Source string `json:"source"`
-				}
-				out := []entry{}
-				for _, k := range keys {
-					out = append(out, entry{k, vals[k], source(k)})
-				}
-				return printJSON(cmd.OutOrStdout(), out)
+				return printJSON(cmd.OutOrStdout(), settings)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
-			for _, k := range keys {
-				b, _ := json.Marshal(vals[k])
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", k, b, source(k))
+			for _, e := range settings {
+				b, _ := json.Marshal(e.Value)
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Key, b, e.Source)
 			}
 			return tw.Flush()
 		},
@@ -86,6 +92,20 @@ may not set is ignored with a warning naming it.`,
 	registerRunSettings(f)
 	cmd.AddCommand(show)
 	return cmd
+}
+
+// effective is every setting of l, by key, with its source.
+func effective(l *config.Loaded) []api.Setting {
+	vals, _ := settingValues(l.Settings)
+	out := make([]api.Setting, 0, len(vals))
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
+		src := l.Sources[strings.ToLower(k)]
+		if src == "" {
+			src = "default"
+		}
+		out = append(out, api.Setting{Key: k, Value: vals[k], Source: src})
+	}
+	return out
 }
 
 // settingValues flattens the settings into dotted keys (as the settings files spell them)

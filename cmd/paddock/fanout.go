@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -109,9 +110,9 @@ in the workspace, each child spawned, run and closed through its API.`,
 			}
 			switch {
 			case rep.Failed > 0:
-				return &codeError{code: exitError, err: fmt.Errorf("%d of %d children failed", rep.Failed, n)}
+				return outcome(exitError, fmt.Errorf("%d of %d children failed", rep.Failed, n))
 			case rep.Conflicts > 0:
-				return &codeError{code: exitConflicts, err: fmt.Errorf("%d conflicted paths; each child's version is under its conflicts/ directory", rep.Conflicts)}
+				return outcome(exitConflicts, fmt.Errorf("%d conflicted paths; each child's version is under its conflicts/ directory", rep.Conflicts))
 			}
 			return nil
 		},
@@ -121,7 +122,7 @@ in the workspace, each child spawned, run and closed through its API.`,
 	f.IntVar(&parallel, "parallel", 0, "how many children run at once (default: all)")
 	f.StringVarP(&workspaceDir, "workspace", "w", "", "the workspace the children clone (default: the current directory)")
 	f.BoolVar(&asJSON, "json", false, "print the combined report as JSON")
-	f.StringVar(&stateDir, "state-dir", "", "where the children's clones, conflicts and reports go (default: a new temporary directory)")
+	f.StringVar(&stateDir, "state-dir", "", "where the children's clones, conflicts and reports go (default: a new directory beside the workspace, on its filesystem, removed at the end unless a child conflicted)")
 	tf.register(f)
 	return cmd
 }
@@ -141,6 +142,7 @@ func fanout(ctx context.Context, run *fanoutRun, n, parallel int, script string,
 	rep := &fanoutReport{Workspace: run.root, Children: make([]fanoutChild, n)}
 	var mu sync.Mutex
 	ended := 0
+	warned := map[string]bool{} // guarded by mu
 	// The first wave of children is cloned before any of them runs, so that each of them
 	// finds the workspace as it was at the start; a child of a later wave finds it with the
 	// earlier children's hand-backs in it.
@@ -165,6 +167,17 @@ func fanout(ctx context.Context, run *fanoutRun, n, parallel int, script string,
 			mu.Lock()
 			rep.Children[i] = c
 			ended++
+			if c.Clone != nil {
+				for _, w := range c.Clone.Warnings {
+					// Every child meets the same (its counts and directory aside): said once,
+					// for the first child, by its kind ("no reflinks").
+					kind, _, _ := strings.Cut(w, ":")
+					if !warned[kind] {
+						warned[kind] = true
+						fmt.Fprintf(errOut, "paddock: warning: %s (each child alike)\n", w)
+					}
+				}
+			}
 			progress(errOut, ended, n, c)
 			mu.Unlock()
 			return nil
@@ -193,8 +206,10 @@ func fanoutEmbedded(ctx context.Context, cmd *cobra.Command, workspaceDir, state
 	if err != nil {
 		return nil, err
 	}
-	if stateDir == "" {
-		if stateDir, err = os.MkdirTemp("", "paddock-fanout-"); err != nil {
+	made := stateDir == ""
+	if made {
+		// Beside the workspace, on its filesystem, so that the clones are reflinks.
+		if stateDir, _, err = workspace.Scratch(workspaceDir, ".paddock-fanout-"); err != nil {
 			return nil, err
 		}
 	}
@@ -204,6 +219,9 @@ func fanoutEmbedded(ctx context.Context, cmd *cobra.Command, workspaceDir, state
 	}
 	root, err := orchestrator.Open(ctx, cfg)
 	if err != nil {
+		if made {
+			os.RemoveAll(stateDir)
+		}
 		return nil, err
 	}
 	return &fanoutRun{
@@ -232,7 +250,14 @@ func fanoutEmbedded(ctx context.Context, cmd *cobra.Command, workspaceDir, state
 			}
 			return c
 		},
-		done: func() { root.Close() },
+		done: func() {
+			root.Close()
+			if made {
+				// A clean child's directory went with its hand-back: what is left is the
+				// conflicted children's, each named in the report; an empty one goes.
+				os.Remove(stateDir)
+			}
+		},
 	}, nil
 }
 
@@ -298,4 +323,7 @@ func fanoutHosted(ctx context.Context, cmd *cobra.Command, host, workspaceDir st
 // progress writes one line as a child ends.
 func progress(w io.Writer, ended, n int, c fanoutChild) {
 	fmt.Fprintf(w, "[%d/%d] %s %s (status %d): %d taken, %d conflicts\n", ended, n, c.Name, c.End, c.Status, len(c.Taken), len(c.Conflicts))
+	if len(c.Conflicts) > 0 && c.Dir != "" {
+		fmt.Fprintf(w, "  %s's versions of the conflicted paths are in %s\n", c.Name, filepath.Join(c.Dir, "conflicts"))
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/paddockhq/paddock/loopfs"
 )
 
 // Eight children each write their own file and all change one shared file: the eight own
@@ -61,5 +63,76 @@ func TestFanoutEightChildren(t *testing.T) {
 	}
 	if takers != 1 {
 		t.Fatalf("%d children took shared.txt, want 1", takers)
+	}
+}
+
+// With no --state-dir, a fan-out of an XFS workspace clones beside it, on XFS: reflinks,
+// no copy warning. Nothing is left when no child conflicted; when one did, only its
+// directory stays, and the progress line says where its versions are. On a filesystem
+// without reflinks (the temporary directory here), the copy warning is printed once, without
+// --json too.
+func TestFanoutScratchBesideTheWorkspace(t *testing.T) {
+	xfs := loopfs.ForTest(t, "xfs", 300<<20)
+	ws := filepath.Join(xfs, "project")
+	os.MkdirAll(ws, 0o755)
+	os.WriteFile(filepath.Join(ws, "shared.txt"), []byte("parent\n"), 0o644)
+	left := func(dir string) []string {
+		var names []string
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".paddock-fanout-") || strings.HasPrefix(e.Name(), "paddock-fanout-") || strings.HasPrefix(e.Name(), "child-") {
+				names = append(names, e.Name())
+			}
+		}
+		return names
+	}
+	tmpBefore := left(os.TempDir())
+
+	so, se, code := paddock(t, "", "fanout", "-n", "3", "--transport", "local", "--json", "--workspace", ws, "--", `echo $PADDOCK_CHILD_INDEX > own-$PADDOCK_CHILD_INDEX.txt`)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, so, se)
+	}
+	var rep fanoutReport
+	if err := json.Unmarshal([]byte(so), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Children {
+		if c.Clone == nil || c.Clone.Copied != 0 || c.Clone.Cloned == 0 || !strings.HasPrefix(c.Clone.Dir, xfs) {
+			t.Errorf("%s was not reflinked on the workspace's filesystem: %+v", c.Name, c.Clone)
+		}
+	}
+	if strings.Contains(se, "no reflinks") {
+		t.Errorf("a copy warning on XFS: %s", se)
+	}
+	if l := left(xfs); len(l) != 0 {
+		t.Errorf("left beside the workspace: %v", l)
+	}
+
+	// Two children change the shared file: one conflicts, its directory stays and is named.
+	so, se, code = paddock(t, "", "fanout", "-n", "2", "--parallel", "2", "--transport", "local", "--workspace", ws, "--", `echo $PADDOCK_CHILD_INDEX > shared.txt`)
+	if code != exitConflicts {
+		t.Fatalf("exit %d\n%s\n%s", code, so, se)
+	}
+	l := left(xfs)
+	if len(l) != 1 {
+		t.Fatalf("left beside the workspace: %v", l)
+	}
+	kids, _ := filepath.Glob(filepath.Join(xfs, l[0], "child-*"))
+	if len(kids) != 1 || !strings.Contains(se, "versions of the conflicted paths are in "+filepath.Join(kids[0], "conflicts")) {
+		t.Errorf("the conflicted child's directory %v is not named:\n%s", kids, se)
+	}
+	if b, err := os.ReadFile(filepath.Join(kids[0], "conflicts", "shared.txt")); err != nil || len(b) == 0 {
+		t.Errorf("its version: %q %v", b, err)
+	}
+	if after := left(os.TempDir()); fmt.Sprint(after) != fmt.Sprint(tmpBefore) {
+		t.Errorf("left in %s: %v, before %v", os.TempDir(), after, tmpBefore)
+	}
+
+	// A workspace on a filesystem with no reflinks: the warning, once, without --json.
+	plain := t.TempDir()
+	os.WriteFile(filepath.Join(plain, "a.txt"), []byte("a\n"), 0o644)
+	_, se, code = paddock(t, "", "fanout", "-n", "2", "--transport", "local", "--workspace", plain, "--", `true`)
+	if code != 0 || strings.Count(se, "warning: no reflinks") != 1 {
+		t.Errorf("exit %d; the copy warning, once:\n%s", code, se)
 	}
 }

@@ -168,7 +168,7 @@ func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script 
 		fmt.Fprintln(errOut, "paddock:", strings.Trim(res.End.String(), "[]"))
 	}
 	if res.End.Status != 0 {
-		return &codeError{code: res.End.Status}
+		return outcome(res.End.Status, nil)
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func newJobsCmd() *cobra.Command {
 		}
 		fmt.Fprint(cmd.OutOrStdout(), resultText(res))
 		if st := resultStatus(res); st != 0 {
-			return &codeError{code: st}
+			return outcome(st, nil)
 		}
 		return nil
 	}
@@ -173,7 +173,7 @@ func newSessionsCmd() *cobra.Command {
 					}
 				}
 				if conflicts {
-					return &codeError{code: exitConflicts}
+					return outcome(exitConflicts, nil)
 				}
 				return nil
 			})
@@ -277,7 +277,7 @@ exit status is the script's, 0 when detached.`,
 					fmt.Fprint(cmd.OutOrStdout(), resultText(r.Result))
 				}
 				if st := resultStatus(r.Result); st != 0 {
-					return &codeError{code: st}
+					return outcome(st, nil)
 				}
 				return nil
 			})

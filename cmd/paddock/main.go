@@ -3,11 +3,16 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -31,11 +36,17 @@ type exitCoder interface {
 	ExitCode() int
 }
 
-// codeError ends the command with a code and, when its error is set, a message.
+// codeError ends the command with a code and, when its error is set, a message. reported
+// says the command's output (its result, its --json report) already tells the outcome the
+// code stands for: a script's status, conflicts, failed children.
 type codeError struct {
-	code int
-	err  error
+	code     int
+	err      error
+	reported bool
 }
+
+// outcome is the exit code of an outcome the command's output already told.
+func outcome(code int, err error) *codeError { return &codeError{code: code, err: err, reported: true} }
 
 func (e *codeError) Error() string {
 	if e.err == nil {
@@ -63,35 +74,115 @@ func newRoot() *cobra.Command {
 }
 
 func main() {
-	err := newRoot().Execute()
-	os.Exit(exitCode(err, os.Stderr))
+	// A signal cancels the command's context; the command ends as it can (a second signal
+	// ends the process at once), and then the process says it was interrupted and exits
+	// 128 + the signal, as a shell's child does.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	var got atomic.Value
+	go func() {
+		sig := <-sigs
+		got.Store(sig)
+		cancel()
+		signal.Reset(os.Interrupt, syscall.SIGTERM) // a second one ends the process at once
+	}()
+	cmd, err := newRoot().ExecuteContextC(ctx)
+	sig, _ := got.Load().(os.Signal)
+	os.Exit(exitCode(err, sig, jsonAsked(cmd), os.Stdout, os.Stderr))
 }
 
-// exitCode maps an error to the process's exit status, printing what the user must see.
-func exitCode(err error, stderr io.Writer) int {
+// jsonAsked reports whether the command that ran was asked for JSON output.
+func jsonAsked(cmd *cobra.Command) bool {
+	if cmd == nil {
+		return false
+	}
+	f := cmd.Flags().Lookup("json")
+	return f != nil && f.Value.String() == "true"
+}
+
+// exitCode maps an error to the process's exit status, printing what the user must see: a
+// line on stderr, and with --json the failure as one JSON object on stdout. sig is the
+// signal that interrupted the command, if one did.
+func exitCode(err error, sig os.Signal, asJSON bool, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	var ce exitCoder
+	code, status := classify(err, sig)
+	var ce *codeError
+	told := errors.As(err, &ce) && ce.reported // the output said it: a script's status, conflicts
 	switch {
-	case errors.As(err, &ce):
-		if c, ok := ce.(*codeError); !ok || c.err != nil {
-			fmt.Fprintln(stderr, "paddock:", err)
-		}
-		return ce.ExitCode()
-	case isUsage(err):
-		fmt.Fprintln(stderr, "paddock:", err)
-		return exitUsage
+	case code == "interrupted":
+		fmt.Fprintf(stderr, "paddock: interrupted (%v)\n", sig)
+	case told && ce.err == nil:
 	default:
 		fmt.Fprintln(stderr, "paddock:", err)
-		return exitError
 	}
+	if asJSON && (!told || code == "interrupted") {
+		json.NewEncoder(stdout).Encode(jsonError{Error: jsonErrorBody{Code: code, Message: err.Error(), Exit: status}})
+	}
+	return status
 }
 
-// usageError is a command line that cannot be carried out as written.
-type usageError struct{ msg string }
+// jsonError is a failure as --json prints it.
+type jsonError struct {
+	Error jsonErrorBody `json:"error"`
+}
+
+type jsonErrorBody struct {
+	Code    string `json:"code"`    // stable: usage, syntax, cwd_gone, no_kernel, interrupted, failed, …
+	Message string `json:"message"` // for a person
+	Exit    int    `json:"exit"`    // the process's exit status
+}
+
+// classify gives an error its stable code and the exit status it stands for: the one
+// table of the CLI's exit codes (README's "Exit codes").
+func classify(err error, sig os.Signal) (code string, status int) {
+	var ce exitCoder
+	var coded interface{ Code() string }
+	switch {
+	case sig != nil:
+		n := 2 // SIGINT
+		if s, ok := sig.(syscall.Signal); ok {
+			n = int(s)
+		}
+		return "interrupted", 128 + n
+	case errors.As(err, &ce):
+		switch code = "failed"; {
+		case ce.ExitCode() == exitNoKernel:
+			code = "no_kernel"
+		case ce.ExitCode() == exitConflicts:
+			code = "conflicts"
+		case errors.As(err, &coded):
+			code = coded.Code()
+		}
+		return code, ce.ExitCode()
+	case isUsage(err):
+		code = "usage"
+		var u *usageError
+		if errors.As(err, &u) && u.err != nil && errors.As(u.err, &coded) {
+			code = coded.Code()
+		}
+		return code, exitUsage
+	case errors.As(err, &coded):
+		switch c := coded.Code(); c {
+		case "syntax", "cwd_none", "cwd_gone", "cwd_not_dir":
+			return c, exitUsage // the script or the workspace the command line names is wrong
+		default:
+			return c, exitError
+		}
+	}
+	return "failed", exitError
+}
+
+// usageError is a command line (or a setting) that cannot be carried out as written.
+type usageError struct {
+	msg string
+	err error // the cause, when there is one
+}
 
 func (e *usageError) Error() string { return e.msg }
+func (e *usageError) Unwrap() error { return e.err }
 
 func isUsage(err error) bool {
 	var u *usageError

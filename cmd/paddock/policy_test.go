@@ -105,7 +105,8 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// A wrong command line exits 2; a script that does not parse, 1; a check, 0.
+// A wrong command line exits 2, and so does a script that does not parse (it is the
+// command line's); a check, 0.
 func TestPolicyExitCodes(t *testing.T) {
 	bin := buildPaddock(t)
 	for _, tc := range []struct {
@@ -120,7 +121,7 @@ func TestPolicyExitCodes(t *testing.T) {
 		{[]string{"policy", "check", "--auto-effects", "bogus", "--", "ls"}, 2},
 		{[]string{"policy", "check", "--bogus", "--", "ls"}, 2},
 		{[]string{"policy", "bogus"}, 2},
-		{[]string{"policy", "check", "--", "echo 'unclosed"}, 1},
+		{[]string{"policy", "check", "--", "echo 'unclosed"}, 2},
 	} {
 		err := exec.Command(bin, tc.args...).Run()
 		code := 0

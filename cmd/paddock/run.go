@@ -115,7 +115,7 @@ PADDOCK_HOST) the session is opened in that daemon instead, with the same flags.
 				fmt.Fprintln(errOut, "paddock:", strings.Trim(res.End.String(), "[]"))
 			}
 			if res.End.Status != 0 {
-				return &codeError{code: res.End.Status}
+				return outcome(res.End.Status, nil)
 			}
 			// A workspace copied to a box comes back when the session closes; a hand-back
 			// that conflicted is the run's outcome.
@@ -123,7 +123,7 @@ PADDOCK_HOST) the session is opened in that daemon instead, with the same flags.
 				return err
 			}
 			if hb, ok := cfg.Transport.(handedBack); ok && hb.HandbackConflicts() > 0 {
-				return &codeError{code: exitConflicts, err: fmt.Errorf("the workspace came back with conflicts: %d", hb.HandbackConflicts())}
+				return outcome(exitConflicts, fmt.Errorf("the workspace came back with conflicts: %d", hb.HandbackConflicts()))
 			}
 			return nil
 		},

@@ -26,8 +26,8 @@ func paddock(t testing.TB, dir string, args ...string) (stdout, stderr string, c
 		os.Chdir(dir)
 		defer os.Chdir(wd)
 	}
-	err := root.Execute()
-	code = exitCode(err, &errOut)
+	cmd, err := root.ExecuteC()
+	code = exitCode(err, nil, jsonAsked(cmd), &out, &errOut)
 	return out.String(), errOut.String(), code
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
@@ -40,6 +42,11 @@ of any other uid is refused. Each session is opened with the settings of its wor
 "paddock run" would; the API's document is at /openapi.json, metrics at /metrics.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			sock, err := socketPath(socket)
+			if err != nil {
+				return err
+			}
+			socket = sock
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			// Every session is kept from this daemon's own state and socket, wherever they are.
 			open := func(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
@@ -49,7 +56,7 @@ of any other uid is refused. Each session is opened with the settings of its wor
 				own.Sockets = append(own.Sockets, socket)
 				return o, err
 			}
-			srv, err := daemon.New(daemon.Config{Open: open, Recover: recoverSession, StateDir: state, Version: buildVersion(), Log: log})
+			srv, err := daemon.New(daemon.Config{Open: open, Recover: recoverSession, Settings: requestSettings, StateDir: state, Version: buildVersion(), Log: log})
 			if err != nil {
 				return err
 			}
@@ -104,9 +111,11 @@ func openSession(ctx context.Context, req api.OpenRequest) (daemon.Opened, error
 	return o, err
 }
 
-func configureSession(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
+// requestFlags reads a request as the flags of a command line: its fields and its settings
+// set the flags they name, which bind the settings keys as run's do.
+func requestFlags(req api.OpenRequest) (*pflag.FlagSet, *transportFlags, map[string]string, error) {
 	fs := pflag.NewFlagSet("open", pflag.ContinueOnError)
-	var tf transportFlags
+	tf := &transportFlags{}
 	tf.register(fs)
 	registerRunSettings(fs)
 	set := func(name, val string) error {
@@ -120,17 +129,17 @@ func configureSession(ctx context.Context, req api.OpenRequest) (daemon.Opened, 
 	}
 	for name, val := range map[string]string{"transport": req.Transport, "image": req.Image, "network": req.Network, "wrap": req.Wrap} {
 		if err := set(name, val); err != nil {
-			return daemon.Opened{}, err
+			return nil, nil, nil, err
 		}
 	}
 	for _, e := range req.Env {
 		if err := set("env", e); err != nil {
-			return daemon.Opened{}, err
+			return nil, nil, nil, err
 		}
 	}
 	for _, m := range req.Mounts {
 		if err := set("mount", m); err != nil {
-			return daemon.Opened{}, err
+			return nil, nil, nil, err
 		}
 	}
 	keys := withKeys(runKeys, transportKeys)
@@ -141,11 +150,36 @@ func configureSession(ctx context.Context, req api.OpenRequest) (daemon.Opened, 
 	for k, val := range req.Settings {
 		f, ok := flagOf[strings.ToLower(k)]
 		if !ok {
-			return daemon.Opened{}, &usageError{msg: fmt.Sprintf("settings key %q cannot be set per session", k)}
+			return nil, nil, nil, &usageError{msg: fmt.Sprintf("settings key %q cannot be set per session", k)}
 		}
 		if err := set(f, val); err != nil {
-			return daemon.Opened{}, err
+			return nil, nil, nil, err
 		}
+	}
+	return fs, tf, keys, nil
+}
+
+// requestSettings answers /v1/settings: what a session opened with req would have of
+// each setting, read as configureSession reads it.
+func requestSettings(_ context.Context, req api.OpenRequest) (api.Settings, error) {
+	fs, _, keys, err := requestFlags(req)
+	if err == nil {
+		var warn bytes.Buffer
+		var l *config.Loaded
+		if l, err = loadSettings(req.Workspace, fs, keys, &warn); err == nil {
+			return api.Settings{Settings: effective(l), Warnings: l.Warnings}, nil
+		}
+	}
+	if isUsage(err) {
+		return api.Settings{}, daemon.BadRequest(err.Error())
+	}
+	return api.Settings{}, err
+}
+
+func configureSession(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
+	fs, tf, keys, err := requestFlags(req)
+	if err != nil {
+		return daemon.Opened{}, err
 	}
 	var warn bytes.Buffer
 	l, err := loadSettings(req.Workspace, fs, keys, &warn)
@@ -308,4 +342,23 @@ func reapAtStart(ctx context.Context, log *slog.Logger) {
 		}
 		cli.Close()
 	}
+}
+
+// socketPath is the path --socket names: a path, or unix://PATH. The daemon serves only a
+// unix socket, whose directory and peers it can check; any other address (tcp://…) is
+// refused, not taken for a directory named "tcp:".
+func socketPath(s string) (string, error) {
+	if p, ok := strings.CutPrefix(s, "unix://"); ok {
+		s = p
+	} else if scheme, _, ok := strings.Cut(s, "://"); ok {
+		return "", &usageError{msg: fmt.Sprintf("--socket %s: the daemon listens on a unix socket only (a path, or unix://PATH), not %s://", s, scheme)}
+	}
+	if s == "" || !filepath.IsAbs(s) {
+		abs, err := filepath.Abs(s)
+		if err != nil || s == "" {
+			return "", &usageError{msg: fmt.Sprintf("--socket %q: a unix socket's path", s)}
+		}
+		s = abs
+	}
+	return s, nil
 }

@@ -20,7 +20,9 @@ import (
 func loadSettings(workspace string, fs *pflag.FlagSet, keys map[string]string, w io.Writer) (*config.Loaded, error) {
 	l, err := config.Load(config.Options{Workspace: workspace, Flags: fs, FlagKeys: keys})
 	if err != nil {
-		return nil, err
+		// The settings are the command line's extension: one that cannot be read is a usage
+		// error, as a bad flag is.
+		return nil, &usageError{msg: err.Error(), err: err}
 	}
 	for _, warn := range l.Warnings {
 		fmt.Fprintln(w, "paddock: warning:", warn)

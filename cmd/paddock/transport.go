@@ -33,6 +33,8 @@ type transportFlags struct {
 	noTmpfs       bool
 	mounts        []string
 	wrap          string
+
+	fs *pflag.FlagSet // the flags registered: which were given
 }
 
 // transportKeys binds the transport flags to settings keys.
@@ -49,6 +51,7 @@ var transportKeys = map[string]string{
 }
 
 func (f *transportFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
 	fs.String("transport", "", "where the kernel runs: docker, containerd, wrapped, ssh or local (default: docker when an engine is reachable, else local)")
 	fs.String("image", "", "docker: the image the sandbox runs (default: the host image, the host's system directories read-only)")
 	fs.String("network", "", "docker: the sandbox's network, e.g. bridge (default: none)")
@@ -88,6 +91,14 @@ func (f *transportFlags) configure(ctx context.Context, cfg *orchestrator.Config
 	var notes []string
 	if notice != "" {
 		notes = append(notes, notice)
+	}
+	if f.fs != nil {
+		if err := refusedFlags(kind, f.fs.Changed); err != nil {
+			if notice != "" { // the kind was not asked for: say why it is this one
+				err.msg += "\n" + notice
+			}
+			return "", err
+		}
 	}
 	switch kind {
 	case "local":

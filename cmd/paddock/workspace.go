@@ -137,7 +137,7 @@ were conflicts.`,
 				printHandback(out, rep)
 			}
 			if len(rep.Conflicts) > 0 {
-				return &codeError{code: exitConflicts}
+				return outcome(exitConflicts, nil)
 			}
 			return nil
 		},

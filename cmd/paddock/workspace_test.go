@@ -24,7 +24,8 @@ func wsRun(t *testing.T, args ...string) (string, string, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code := exitCode(root.Execute(), errFile)
+	cmd, err := root.ExecuteC()
+	code := exitCode(err, nil, jsonAsked(cmd), &out, errFile)
 	errFile.Close()
 	msg, _ := os.ReadFile(errFile.Name())
 	return out.String(), errOut.String() + string(msg), code

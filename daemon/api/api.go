@@ -39,6 +39,7 @@ var Routes = []Route{
 	{"POST", "/v1/sessions/{id}/jobs/{job}/wait", "Wait for a job's end"},
 	{"POST", "/v1/sessions/{id}/jobs/{job}/kill", "Kill a job"},
 	{"GET", "/v1/sessions/{id}/events", "The session's event stream (server-sent events)"},
+	{"POST", "/v1/settings", "The settings a session opened with this request would have, each with its source"},
 	{"GET", "/metrics", "Metrics in the Prometheus text format"},
 	{"GET", "/openapi.json", "This API's OpenAPI document"},
 }
@@ -56,6 +57,21 @@ type Health struct {
 	Version string  `json:"version"`
 	PID     int     `json:"pid"`
 	Uptime  float64 `json:"uptime_seconds"`
+}
+
+// Setting is one effective setting and where its value came from: a flag (a request's
+// field), a PADDOCK_* variable of the daemon, its global settings file, the project's file,
+// or the default.
+type Setting struct {
+	Key    string `json:"key"`
+	Value  any    `json:"value"`
+	Source string `json:"source"`
+}
+
+// Settings is the answer to /v1/settings: every setting, by key, and what was ignored.
+type Settings struct {
+	Settings []Setting `json:"settings"`
+	Warnings []string  `json:"warnings,omitempty"`
 }
 
 // OpenRequest opens a session.

@@ -307,9 +307,10 @@ func ContainerName(session, suffix string) string {
 }
 
 // DefaultEnv is a container kernel's own environment, before the host variables a session
-// names: a usual PATH, a writable HOME (the root filesystem is read-only) and a UTF-8 locale.
+// names: a usual PATH (with the Go toolchain's directory, where the host image has it), a
+// writable HOME (the root filesystem is read-only) and a UTF-8 locale.
 var DefaultEnv = []string{
-	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 	"HOME=/tmp",
 	"LANG=C.UTF-8",
 }

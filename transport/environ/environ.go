@@ -6,6 +6,7 @@ package environ
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/paddockhq/paddock/transport/pathmap"
@@ -46,7 +47,8 @@ func Local(host []string) []string {
 }
 
 // Sandbox returns the environment of a kernel in a sandbox: its own entries, then the host
-// variables named in names, in that order, each name once. A credential is never passed, not
+// variables named in names, in that order, each name once; a variable named replaces the
+// kernel's own entry of the same name. A credential is never passed, not
 // even when named or among own. A host value that is a host path (the whole value an absolute
 // path) gets its sandbox path through m, as does each element of a ':'-separated list of
 // absolute paths such as PATH (empty elements are kept); a path seen from no mount is left
@@ -76,6 +78,7 @@ func Sandbox(host, names, own []string, m *pathmap.Map) (env, diags []string) {
 			}
 		}
 	}
+	named := map[string]bool{}
 	for _, name := range names {
 		if name == "" || strings.ContainsRune(name, '=') {
 			diags = append(diags, fmt.Sprintf("environment: %q is not a variable name: left out", name))
@@ -85,9 +88,10 @@ func Sandbox(host, names, own []string, m *pathmap.Map) (env, diags []string) {
 			diags = append(diags, fmt.Sprintf("environment: %s is a credential: not passed, even when named", name))
 			continue
 		}
-		if have[name] {
-			continue // the kernel's own entry, or named twice
+		if named[name] {
+			continue // named twice
 		}
+		named[name] = true
 		value, set := hostVals[name]
 		if !set {
 			diags = append(diags, fmt.Sprintf("environment: %s is not set on the host", name))
@@ -95,10 +99,17 @@ func Sandbox(host, names, own []string, m *pathmap.Map) (env, diags []string) {
 		}
 		mapped, ok, d := sandboxValue(name, value, m)
 		diags = append(diags, d...)
-		if ok {
-			have[name] = true
-			env = append(env, name+"="+mapped)
+		if !ok {
+			continue
 		}
+		// A variable named takes the place of the kernel's own entry of that name: the
+		// person asked for the host's (PATH, say).
+		if i := slices.IndexFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") }); i >= 0 {
+			env[i] = name + "=" + mapped
+			continue
+		}
+		have[name] = true
+		env = append(env, name+"="+mapped)
 	}
 	return env, diags
 }
