@@ -241,8 +241,10 @@ func attackRepositoryPrograms(h *hostile) {
 		h.t.Errorf("fanout: status %d: %s", code, errOut)
 	}
 	h.intact()
-	// The git steps the host runs hardened; on the local transport they run on the host.
-	h.run("git status; git diff; git log -p; git show; git ls-files")
+	// Git steps judged to read run hardened: on the local transport they run on the host.
+	// (status, diff and blame may run a filter driver no command line can switch off: they
+	// are judged exec, which the auto set here lets run, as it would any program.)
+	h.run("git log -p; git show; git ls-files; git grep one")
 }
 
 // law: access_judged_as_opened
@@ -334,7 +336,8 @@ func attackState(h *hostile) {
 		"; cat " + filepath.Join(h.conf, "paddock", "credentials") + "; " +
 		h.host("fs.write", map[string]string{"path": settings, "content": "x"}))
 	h.leaked("paddock's credentials", out+errOut)
-	if b, _ := os.ReadFile(audit); strings.Contains(string(b), "forged") {
+	// The audit records the refused step, its command quoted; no line is the sandbox's own.
+	if b, _ := os.ReadFile(audit); strings.Contains("\n"+string(b), "\nforged\n") {
 		h.t.Errorf("the audit log was written by the sandbox")
 	}
 	if after, _ := os.ReadFile(settings); string(after) != string(before) {
