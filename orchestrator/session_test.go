@@ -200,7 +200,8 @@ func TestHostRequestWaitsAlone(t *testing.T) {
 	}
 	started, served := make(chan struct{}), make(chan struct{})
 	heldBack := make(chan string, 2)
-	s := openLocal(t, t.TempDir(), Config{Handlers: map[string]Handler{
+	dir := t.TempDir()
+	s := openLocal(t, dir, Config{Handlers: map[string]Handler{
 		"test.wait": func(context.Context, HostRequest) (any, error) {
 			close(started)
 			select {
@@ -221,7 +222,8 @@ func TestHostRequestWaitsAlone(t *testing.T) {
 			return "echoed", nil
 		},
 	}})
-	res, err := s.Bash(context.Background(), kernel+` host test.wait '{}' | `+kernel+` host test.echo '{}'`)
+	// The waiting program's reply goes to a file: the pipe's reader may be gone by then.
+	res, err := s.Bash(context.Background(), kernel+` host test.wait '{}' > waited.txt | `+kernel+` host test.echo '{}'`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +234,9 @@ func TestHostRequestWaitsAlone(t *testing.T) {
 	}
 	if len(res.Steps) != 2 || res.Steps[0].Status != 0 || res.Steps[1].Status != 0 || !strings.Contains(res.Steps[1].Stdout.Text, "echoed") {
 		t.Fatalf("%s", res)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "waited.txt")); err != nil || !strings.Contains(string(b), "waited") {
+		t.Fatalf("the waiting program's reply: %q %v", b, err)
 	}
 }
 
