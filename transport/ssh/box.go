@@ -188,17 +188,9 @@ func (c *Conn) upload(ctx context.Context, b *box, local, sum, cache string) (st
 		return fail(err)
 	}
 	defer fx.close()
-	st, err := fx.lstat(ctx, dir, remote, b.home)
+	st, err := fx.lstat(ctx, dir, 0o700, dir, remote, b.home)
 	if err != nil {
-		return fail(err)
-	}
-	if !st[0].exists {
-		if err := fx.mkdirAll(ctx, dir, 0o700); err != nil {
-			return fail(fmt.Errorf("kernel cache %s: %w", dir, err))
-		}
-		if st, err = fx.lstat(ctx, dir, remote, b.home); err != nil {
-			return fail(err)
-		}
+		return fail(fmt.Errorf("kernel cache %s: %w", dir, err))
 	}
 	// A kernel found in the cache is run as the remote user: the cache and the file must be
 	// the user's alone, or someone else could have put another program at the name.

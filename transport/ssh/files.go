@@ -14,10 +14,9 @@ import (
 // the box's answers mean is decided above it (upload, Sync), the same for both.
 type files interface {
 	// lstat describes each path, not following a final symlink; a path that cannot be
-	// looked at is described as missing.
-	lstat(ctx context.Context, paths ...string) ([]rstat, error)
-	// mkdirAll makes dir and its missing parents, and gives dir mode.
-	mkdirAll(ctx context.Context, dir string, mode fs.FileMode) error
+	// looked at is described as missing. When mkdir is not "" and not there, it is made
+	// first (its parents as needed), with mode.
+	lstat(ctx context.Context, mkdir string, mode fs.FileMode, paths ...string) ([]rstat, error)
 	// put writes the local file (size bytes, content hash sum) at remote with mode: at a new
 	// temporary name beside it, checked, then renamed over remote, so that no one ever sees a
 	// part of it at remote.

@@ -61,11 +61,15 @@ func exitStatus(err error) int {
 	return -1
 }
 
-// lstatScript prints one line per path: "-" for a path that is not there, else the mode,
-// owner and size columns of ls -ldn (POSIX ls; the name, which may hold anything, is not
-// printed).
-func lstatScript(paths []string) string {
+// lstatScript makes mkdir (when not "") if it is not there, then prints one line per path:
+// "-" for a path that is not there, else the mode, owner and size columns of ls -ldn (POSIX
+// ls; the name, which may hold anything, is not printed).
+func lstatScript(mkdir string, mode fs.FileMode, paths []string) string {
 	var b strings.Builder
+	if mkdir != "" {
+		d := Quote(mkdir)
+		fmt.Fprintf(&b, "if ! { [ -e %s ] || [ -h %s ]; }; then mkdir -p -- %s && chmod %04o -- %s || exit 1; fi\n", d, d, d, mode.Perm(), d)
+	}
 	b.WriteString("set -f\nfor p in")
 	for _, p := range paths {
 		b.WriteString(" " + Quote(p))
@@ -170,9 +174,9 @@ func parseMode(s string) (fs.FileMode, error) {
 	return m, nil
 }
 
-func (x *execFiles) lstat(ctx context.Context, paths ...string) ([]rstat, error) {
+func (x *execFiles) lstat(ctx context.Context, mkdir string, mode fs.FileMode, paths ...string) ([]rstat, error) {
 	var out bytes.Buffer
-	if err := x.run(ctx, lstatScript(paths), nil, &out); err != nil {
+	if err := x.run(ctx, lstatScript(mkdir, mode, paths), nil, &out); err != nil {
 		return nil, fmt.Errorf("look at %s: %w", strings.Join(paths, ", "), err)
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
@@ -187,14 +191,6 @@ func (x *execFiles) lstat(ctx context.Context, paths ...string) ([]rstat, error)
 		}
 	}
 	return st, nil
-}
-
-func (x *execFiles) mkdirAll(ctx context.Context, dir string, mode fs.FileMode) error {
-	cmd := fmt.Sprintf("mkdir -p -- %s && chmod %04o -- %s", Quote(dir), mode.Perm(), Quote(dir))
-	if err := x.run(ctx, cmd, nil, nil); err != nil {
-		return fmt.Errorf("mkdir %s: %w", dir, err)
-	}
-	return nil
 }
 
 // putScript writes stdin to a new temporary name beside remote (noclobber: never over

@@ -89,8 +89,19 @@ func ended(ctx context.Context, err error) error {
 	return err
 }
 
-func (f *sftpFiles) lstat(ctx context.Context, paths ...string) ([]rstat, error) {
+func (f *sftpFiles) lstat(ctx context.Context, mkdir string, mode fs.FileMode, paths ...string) ([]rstat, error) {
 	defer f.guard(ctx)()
+	if mkdir != "" {
+		if _, err := f.sc.Lstat(mkdir); err != nil {
+			err = f.sc.MkdirAll(mkdir)
+			if err == nil {
+				err = f.sc.Chmod(mkdir, mode)
+			}
+			if err != nil {
+				return nil, ended(ctx, fmt.Errorf("mkdir %s: %w", mkdir, err))
+			}
+		}
+	}
 	out := make([]rstat, len(paths))
 	for i, p := range paths {
 		fi, err := f.sc.Lstat(p)
@@ -106,15 +117,6 @@ func (f *sftpFiles) lstat(ctx context.Context, paths ...string) ([]rstat, error)
 		}
 	}
 	return out, nil
-}
-
-func (f *sftpFiles) mkdirAll(ctx context.Context, dir string, mode fs.FileMode) error {
-	defer f.guard(ctx)()
-	err := f.sc.MkdirAll(dir)
-	if err == nil {
-		err = f.sc.Chmod(dir, mode)
-	}
-	return ended(ctx, err)
 }
 
 func (f *sftpFiles) put(ctx context.Context, local, remote string, size int64, sum string, mode fs.FileMode) error {

@@ -94,8 +94,9 @@ func TestLstatScriptDifferential(t *testing.T) {
 		}
 		paths = append(paths, p)
 	}
-	paths = append(paths, filepath.Join(dir, "missing"), filepath.Join(dir, "missing", "below"))
-	cmd := exec.Command("sh", "-c", lstatScript(paths))
+	made := filepath.Join(dir, "-made\n $(x)", "dir") // made first, as the kernel cache is
+	paths = append(paths, filepath.Join(dir, "missing"), filepath.Join(dir, "missing", "below"), made)
+	cmd := exec.Command("sh", "-c", lstatScript(made, 0o700, paths))
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
@@ -120,6 +121,9 @@ func TestLstatScriptDifferential(t *testing.T) {
 		if !got.exists || got.mode != fi.Mode() || (fi.Mode().IsRegular() && got.size != fi.Size()) || got.uid != os.Getuid() {
 			t.Errorf("%q: %+v; lstat says mode %v size %d", p, got, fi.Mode(), fi.Size())
 		}
+	}
+	if fi, err := os.Lstat(made); err != nil || fi.Mode() != fs.ModeDir|0o700 {
+		t.Fatalf("the directory to make: %v %v", fi, err)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "pwned")); err == nil {
 		t.Fatal("a name was run as a command")

@@ -160,9 +160,14 @@ func testMaxSessions(t *testing.T, srv *sshtest.Server) {
 }
 
 // A kernel cache others can write is refused: a program put there by another user would run
-// as this one.
+// as this one. The same whichever way files reach the box.
 func TestKernelCacheMustBePrivate(t *testing.T) {
-	b := newBox(t)
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) { testKernelCachePrivate(t, newBoxWith(t, w.opts)) })
+	}
+}
+
+func testKernelCachePrivate(t *testing.T, b *box) {
 	if err := os.Mkdir(b.cache, 0o777); err != nil {
 		t.Fatal(err)
 	}
