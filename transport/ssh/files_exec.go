@@ -25,20 +25,27 @@ import (
 // a single file with cat (its content hash checked on the box before it is renamed into
 // place), a tree as a tar stream (tar -x and tar -c on the box). Every word of a command
 // that names a path is quoted with Quote; nothing the box lists is ever put in a command.
+//
+// The commands are POSIX sh scripts, each on one line, run as sh -c SCRIPT: the login shell
+// that reads the exec request may be zsh (no word splitting), fish or csh (other syntax),
+// and all it has to do then is run sh.
 type execFiles struct{ c *Conn }
+
+// shell is the exec request that runs the script with sh, whatever the login shell.
+func shell(script string) string { return "exec sh -c " + Quote(script) }
 
 func (x *execFiles) close() error { return nil }
 
-// run runs cmd on a new session channel, stdin read from in (nil: none), stdout written to
-// out (nil: discarded). Its error holds the end of what cmd wrote to stderr.
-func (x *execFiles) run(ctx context.Context, cmd string, in io.Reader, out io.Writer) error {
+// run runs the sh script on a new session channel, stdin read from in (nil: none), stdout
+// written to out (nil: discarded). Its error holds the end of what it wrote to stderr.
+func (x *execFiles) run(ctx context.Context, script string, in io.Reader, out io.Writer) error {
 	s, err := x.c.NewSession()
 	if err != nil {
 		return fmt.Errorf("open a session: %w", err)
 	}
 	var errOut tail
 	s.Stdin, s.Stdout, s.Stderr = in, out, &errOut
-	return commandError(runCtx(ctx, s, cmd), errOut.last())
+	return commandError(runCtx(ctx, s, shell(script)), errOut.last())
 }
 
 // commandError is a command's error with what it wrote to stderr.
@@ -68,22 +75,13 @@ func lstatScript(mkdir string, mode fs.FileMode, paths []string) string {
 	var b strings.Builder
 	if mkdir != "" {
 		d := Quote(mkdir)
-		fmt.Fprintf(&b, "if ! { [ -e %s ] || [ -h %s ]; }; then mkdir -p -- %s && chmod %04o -- %s || exit 1; fi\n", d, d, d, mode.Perm(), d)
+		fmt.Fprintf(&b, "[ -e %s ] || [ -h %s ] || { mkdir -p -- %s && chmod %04o -- %s; } || exit 1; ", d, d, d, mode.Perm(), d)
 	}
-	b.WriteString("set -f\nfor p in")
+	b.WriteString("set -f; for p in")
 	for _, p := range paths {
 		b.WriteString(" " + Quote(p))
 	}
-	b.WriteString(`; do
-  if [ -e "$p" ] || [ -h "$p" ]; then
-    l=$(LC_ALL=C ls -ldn -- "$p" 2>/dev/null) || l=
-    set -- $l
-    printf '%s %s %s\n' "${1:-?}" "${3:-?}" "${5:-?}"
-  else
-    echo -
-  fi
-done
-`)
+	b.WriteString(`; do if [ -e "$p" ] || [ -h "$p" ]; then l=$(LC_ALL=C ls -ldn -- "$p" 2>/dev/null) || l=; set -- $l; printf '%s %s %s\n' "${1:-?}" "${3:-?}" "${5:-?}"; else echo -; fi; done`)
 	return b.String()
 }
 
@@ -197,20 +195,16 @@ func (x *execFiles) lstat(ctx context.Context, mkdir string, mode fs.FileMode, p
 // something there), checks its content hash (sha256sum or shasum; with neither, its size),
 // gives it mode and renames it over remote. On any failure the temporary goes.
 func putScript(remote, tmp string, size int64, sum string, mode fs.FileMode) string {
-	return fmt.Sprintf(`t=%s
-set -C
-cat > "$t" || { rm -f -- "$t"; exit 1; }
-h=
-if command -v sha256sum >/dev/null 2>&1; then h=$(sha256sum < "$t") && h=${h%%%% *}
-elif command -v shasum >/dev/null 2>&1; then h=$(shasum -a 256 < "$t") && h=${h%%%% *}
-fi
-if [ -n "$h" ]; then
-  [ "$h" = %s ] || { echo "the copy's content hash on the box is $h, not %s" >&2; rm -f -- "$t"; exit 1; }
-else
-  n=$(wc -c < "$t") && [ $n -eq %d ] || { echo "the copy on the box has $n bytes, not %d" >&2; rm -f -- "$t"; exit 1; }
-fi
-chmod %04o -- "$t" && mv -f -- "$t" %s || { rm -f -- "$t"; exit 1; }
-`, Quote(tmp), sum, sum, size, size, mode.Perm(), Quote(remote))
+	return strings.Join([]string{
+		"t=" + Quote(tmp),
+		"set -C",
+		`cat > "$t" || { rm -f -- "$t"; exit 1; }`,
+		"h=",
+		`if command -v sha256sum >/dev/null 2>&1; then h=$(sha256sum < "$t") && h=${h%% *}; elif command -v shasum >/dev/null 2>&1; then h=$(shasum -a 256 < "$t") && h=${h%% *}; fi`,
+		fmt.Sprintf(`if [ -n "$h" ]; then [ "$h" = %s ] || { echo "the copy's content hash on the box is $h, not %s" >&2; rm -f -- "$t"; exit 1; }; `+
+			`else n=$(wc -c < "$t") && [ $n -eq %d ] || { echo "the copy on the box has $n bytes, not %d" >&2; rm -f -- "$t"; exit 1; }; fi`, sum, sum, size, size),
+		fmt.Sprintf(`chmod %04o -- "$t" && mv -f -- "$t" %s || { rm -f -- "$t"; exit 1; }`, mode.Perm(), Quote(remote)),
+	}, "; ")
 }
 
 func (x *execFiles) put(ctx context.Context, local, remote string, size int64, sum string, mode fs.FileMode) error {
@@ -229,7 +223,7 @@ func (x *execFiles) put(ctx context.Context, local, remote string, size int64, s
 }
 
 // needTar makes a command exit 127 with a word on stderr when the box has no tar.
-const needTar = "command -v tar >/dev/null 2>&1 || { echo 'no tar on the box' >&2; exit 127; }\n"
+const needTar = "command -v tar >/dev/null 2>&1 || { echo 'no tar on the box' >&2; exit 127; }; "
 
 // mkTree makes the directory and reads its modification time from a tar stream of it, empty:
 // tar is what fills it, so a box without tar is found out before anything is sent.
@@ -272,7 +266,7 @@ func (x *execFiles) send(ctx context.Context, localRoot, remote string, items []
 	s.Stderr = &errOut
 	// -p: the modes as sent, whatever the umask; -o: owned by the user, whatever the stream
 	// says (root would otherwise take its uids).
-	if err := s.Start(needTar + "cd " + Quote(remote) + " && exec tar -x -p -o -f -"); err != nil {
+	if err := s.Start(shell(needTar + "cd " + Quote(remote) + " && exec tar -x -p -o -f -")); err != nil {
 		return fmt.Errorf("start tar -x: %w", err)
 	}
 	werr := writeTar(stdin, localRoot, items)
@@ -298,7 +292,7 @@ func (x *execFiles) send(ctx context.Context, localRoot, remote string, items []
 	}
 	if fix.Len() > 0 {
 		// On stdin: the list may be longer than a command line.
-		if err := x.run(ctx, "sh", strings.NewReader(fix.String()), nil); err != nil {
+		if err := x.run(ctx, "exec sh", strings.NewReader(fix.String()), nil); err != nil {
 			return fmt.Errorf("the directories' modes: %w", err)
 		}
 	}
@@ -362,7 +356,7 @@ func (x *execFiles) walk(ctx context.Context, remote string, fn func(listed) err
 	}
 	var errOut tail
 	s.Stderr = &errOut
-	if err := s.Start(needTar + "cd " + Quote(remote) + " && exec tar -c -f - ."); err != nil {
+	if err := s.Start(shell(needTar + "cd " + Quote(remote) + " && exec tar -c -f - .")); err != nil {
 		return fmt.Errorf("start tar -c: %w", err)
 	}
 	rerr := readTar(stdout, fn)

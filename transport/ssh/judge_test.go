@@ -96,7 +96,7 @@ func TestLstatScriptDifferential(t *testing.T) {
 	}
 	made := filepath.Join(dir, "-made\n $(x)", "dir") // made first, as the kernel cache is
 	paths = append(paths, filepath.Join(dir, "missing"), filepath.Join(dir, "missing", "below"), made)
-	cmd := exec.Command("sh", "-c", lstatScript(made, 0o700, paths))
+	cmd := exec.Command("bash", "-c", shell(lstatScript(made, 0o700, paths))) // bash as the login shell
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
@@ -147,7 +147,7 @@ func TestPutScript(t *testing.T) {
 	run := func(remote, sum string) error {
 		f, _ := os.Open(src)
 		defer f.Close()
-		cmd := exec.Command("sh", "-c", putScript(remote, remote+".tmp-x", int64(len(content)), sum, 0o755))
+		cmd := exec.Command("bash", "-c", shell(putScript(remote, remote+".tmp-x", int64(len(content)), sum, 0o755)))
 		cmd.Stdin = f
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -191,4 +191,18 @@ func FuzzParseStat(f *testing.F) {
 			t.Fatalf("%q: %+v", line, st)
 		}
 	})
+}
+
+// The scripts are one line each (a csh login shell takes no newline inside quotes), unless
+// a path they name holds one.
+func TestScriptsOneLine(t *testing.T) {
+	for _, sc := range []string{
+		lstatScript("/a b/c", 0o700, []string{"/a", "/b c"}),
+		putScript("/k", "/k.tmp", 10, strings.Repeat("0", 64), 0o755),
+		needTar,
+	} {
+		if strings.Contains(sc, "\n") {
+			t.Errorf("a script of several lines: %q", sc)
+		}
+	}
 }
