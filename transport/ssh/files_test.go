@@ -96,7 +96,7 @@ func testSyncNames(t *testing.T, b *box) {
 		"a b.txt": "space\n", "new\nline.txt": "newline\n", "-rf": "dash\n", "--": "dashes\n",
 		"-n x": "option\n", `'quote"`: "quotes\n", "$(touch pwned)": "subst\n", `back\slash`: "bs\n",
 		"*": "glob\n", "ünï": "utf-8\n", "tab\tname": "tab\n", deep: "deep\n", "empty.txt": "",
-		"sub dir/-x y": "nested\n",
+		"sub dir/-x y": "nested\n", "not utf-8 \xff\xfe": "bytes\n",
 	}
 	for rel, content := range files {
 		p := filepath.Join(parent, rel)
@@ -174,6 +174,32 @@ func testSyncNames(t *testing.T, b *box) {
 	}
 	if _, err := os.Lstat(filepath.Join(b.srv.Dir, "pwned")); err == nil {
 		t.Fatal("a name was run as a command")
+	}
+}
+
+// An empty workspace goes and comes back, whichever way.
+func TestSyncEmpty(t *testing.T) {
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) {
+			b := newBoxWith(t, w.opts)
+			ctx := context.Background()
+			parent := t.TempDir()
+			remote := filepath.Join(b.srv.Dir, "work", "ws")
+			s, err := ssh.StartSync(ctx, ssh.SyncOptions{Host: b.tr.Host, Pool: b.pool, Parent: parent, Dir: filepath.Join(t.TempDir(), "ws"), Remote: remote})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ents, err := os.ReadDir(remote); err != nil || len(ents) != 0 {
+				t.Fatalf("the box's copy: %v %v", ents, err)
+			}
+			os.WriteFile(filepath.Join(remote, "made"), []byte("on the box\n"), 0o644)
+			if _, err := s.Handback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if b, err := os.ReadFile(filepath.Join(parent, "made")); err != nil || string(b) != "on the box\n" {
+				t.Fatalf("made: %q %v", b, err)
+			}
+		})
 	}
 }
 
