@@ -24,8 +24,14 @@ var sshSandboxEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr
 // ssh configuration alias with its own known_hosts and key. The box is this machine, so the
 // workspace is a directory both sides see at the same path (a shared filesystem); the kernel
 // is uploaded into the box's kernel cache and run on a session channel.
-func TestConformanceSSH(t *testing.T) {
-	srv := sshtest.Start(t)
+func TestConformanceSSH(t *testing.T) { conformanceSSH(t, sshtest.Options{}) }
+
+// The conformance suite on a box with no sftp subsystem: the kernel goes over an exec
+// channel.
+func TestConformanceSSHNoSFTP(t *testing.T) { conformanceSSH(t, sshtest.Options{NoSFTP: true}) }
+
+func conformanceSSH(t *testing.T, o sshtest.Options) {
+	srv := sshtest.StartWith(t, o)
 	kernel := kernelBinary(t)
 	sum := fileSum(t, kernel)
 	cache := filepath.Join(srv.Dir, "kernel-cache")
@@ -64,6 +70,9 @@ func TestConformanceSSH(t *testing.T) {
 	})
 	if n := pool.Conns(); n > 1 {
 		t.Errorf("the suite's sessions used %d connections to one box; want them shared", n)
+	}
+	if bx, err := (&ssh.Transport{Host: sshtest.Alias, Pool: pool}).Box(context.Background()); err != nil || bx.SFTP == o.NoSFTP {
+		t.Errorf("Box() = %+v, %v; the box's files went the wrong way", bx, err)
 	}
 }
 

@@ -55,6 +55,9 @@ func (f *transportFlags) configureSSH(ctx context.Context, cfg *orchestrator.Con
 		return nil, &codeError{code: exitNoKernel, err: err}
 	}
 	t.Kernels = func(context.Context, string) (string, error) { return kernel, nil }
+	if !box.SFTP {
+		notes = append(notes, fmt.Sprintf("ssh box %s has no sftp subsystem; files are copied over exec channels (cat, tar)", host))
+	}
 	var tr transport.Transport = t
 	if kt.SSH.Sync {
 		st, err := startSync(ctx, t, cfg.Workspace)

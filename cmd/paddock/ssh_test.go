@@ -16,10 +16,16 @@ import (
 // settings file; the kernel is the one found before the home changed.
 func sshHome(t *testing.T) (srv *sshtest.Server, cache string) {
 	t.Helper()
+	return sshHomeWith(t, sshtest.Options{})
+}
+
+// sshHomeWith is sshHome on a server started with options.
+func sshHomeWith(t *testing.T, o sshtest.Options) (srv *sshtest.Server, cache string) {
+	t.Helper()
 	if _, err := images.Default.Find(context.Background(), runtime.GOARCH); err != nil {
 		t.Fatal(err)
 	}
-	srv = sshtest.Start(t)
+	srv = sshtest.StartWith(t, o)
 	home := t.TempDir()
 	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
 	b, err := os.ReadFile(srv.Config)
@@ -85,5 +91,29 @@ func TestRunOverSSHSyncConflict(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "local\n" {
 		t.Fatalf("a.txt = %q, want the local version kept", b)
+	}
+}
+
+// A box with no sftp subsystem: the run says once that files go over exec channels, and
+// --sync works there as elsewhere.
+func TestRunOverSSHNoSFTP(t *testing.T) {
+	_, cache := sshHomeWith(t, sshtest.Options{NoSFTP: true})
+	ws := fixture(t)
+	out, errOut, code := paddock(t, ws, "run", "--transport", "ssh", "--host", "box", "--kernel-cache", cache, "--sync", "--", "echo changed > a.txt; cat a.txt")
+	if code != 0 || out != "changed\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	note := "ssh box box has no sftp subsystem; files are copied over exec channels"
+	if strings.Count(errOut, note) != 1 || !strings.Contains(errOut, "handed back") {
+		t.Fatalf("stderr %q; want the note once and the hand-back", errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "changed\n" {
+		t.Fatalf("a.txt = %q after the hand-back", b)
+	}
+	// With SFTP, no note.
+	_, cache = sshHome(t)
+	_, errOut, code = paddock(t, ws, "run", "--transport", "ssh", "--host", "box", "--kernel-cache", cache, "--", "true")
+	if code != 0 || strings.Contains(errOut, "sftp") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }

@@ -1,7 +1,9 @@
 package ssh_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,4 +104,68 @@ func BenchmarkTrueStep(b *testing.B) {
 			runSSH(b, args...)
 		}
 	})
+}
+
+// BenchmarkFirstSession: a session opened on a new connection and answering, over SFTP and
+// on a box without it (exec channels). "cached" finds the kernel in the box's cache;
+// "upload" sends it first (a new cache each time).
+func BenchmarkFirstSession(b *testing.B) {
+	for _, w := range ways {
+		bx := newBoxWith(b, w.opts)
+		dir := b.TempDir()
+		m, _ := pathmap.New(pathmap.Mount{Sandbox: dir, Host: dir})
+		openClose(b, bx.tr, dir, m) // the kernel in the cache
+		b.Run(w.name+"-cached", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				pool := &ssh.Pool{Dialer: bx.srv.Dialer(), Idle: -1}
+				tr := &ssh.Transport{Host: sshtest.Alias, Pool: pool, KernelCache: bx.cache, Kernels: bx.tr.Kernels}
+				openClose(b, tr, dir, m)
+				pool.Close()
+			}
+		})
+		b.Run(w.name+"-upload", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				pool := &ssh.Pool{Dialer: bx.srv.Dialer(), Idle: -1}
+				cache := filepath.Join(bx.srv.Dir, fmt.Sprintf("cache-%s-%d-%d", w.name, b.N, i))
+				tr := &ssh.Transport{Host: sshtest.Alias, Pool: pool, KernelCache: cache, Kernels: bx.tr.Kernels}
+				openClose(b, tr, dir, m)
+				pool.Close()
+				b.StopTimer()
+				os.RemoveAll(cache)
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// BenchmarkSync: a workspace of 200 files (4 MiB) sent to the box and handed back with one
+// file changed there, over SFTP and over exec channels.
+func BenchmarkSync(b *testing.B) {
+	parent := b.TempDir()
+	for i := 0; i < 200; i++ {
+		p := filepath.Join(parent, fmt.Sprintf("d%d", i%10), fmt.Sprintf("f%d.txt", i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, bytes.Repeat([]byte{byte(i)}, 20<<10), 0o644)
+	}
+	ctx := context.Background()
+	for _, w := range ways {
+		bx := newBoxWith(b, w.opts)
+		b.Run(w.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				dir := filepath.Join(b.TempDir(), "ws")
+				remote := filepath.Join(bx.srv.Dir, "work", fmt.Sprintf("ws-%d-%d", b.N, i))
+				s, err := ssh.StartSync(ctx, ssh.SyncOptions{Host: bx.tr.Host, Pool: bx.pool, Parent: parent, Dir: dir, Remote: remote})
+				if err != nil {
+					b.Fatal(err)
+				}
+				os.WriteFile(filepath.Join(remote, "d0", "f0.txt"), []byte("changed\n"), 0o644)
+				if _, err := s.Handback(ctx); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				os.WriteFile(filepath.Join(parent, "d0", "f0.txt"), bytes.Repeat([]byte{0}, 20<<10), 0o644)
+				b.StartTimer()
+			}
+		})
+	}
 }

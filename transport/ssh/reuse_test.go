@@ -16,9 +16,25 @@ import (
 )
 
 // Sessions on one box share one connection; the kernel is uploaded once per content hash
-// and reused by later sessions, even on a new connection.
+// and reused by later sessions, even on a new connection; over SFTP and, on a box without
+// it, over exec channels.
 func TestConnectionSharedKernelUploadedOnce(t *testing.T) {
-	b := newBox(t)
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) {
+			b := newBoxWith(t, w.opts)
+			bx, err := b.tr.Box(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bx.SFTP != !w.opts.NoSFTP {
+				t.Fatalf("Box().SFTP = %v on a box %s", bx.SFTP, w.name)
+			}
+			testKernelUploadedOnce(t, b)
+		})
+	}
+}
+
+func testKernelUploadedOnce(t *testing.T, b *box) {
 	dir := t.TempDir()
 	s1 := b.open(t, dir)
 	s2 := b.open(t, dir)
@@ -105,9 +121,19 @@ func TestCloseEndsKernelAndGroups(t *testing.T) {
 }
 
 // A server that allows two channels per connection (MaxSessions 2): a third kernel goes on
-// a second connection, and both connections close when their kernels end.
+// a second connection, and both connections close when their kernels end. The channels that
+// carry files (SFTP, or commands on a box without it) are closed before the kernel's opens.
 func TestMaxSessionsOpensAnotherConnection(t *testing.T) {
-	srv := sshtest.StartWith(t, sshtest.Options{MaxSessions: 2})
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) {
+			o := w.opts
+			o.MaxSessions = 2
+			testMaxSessions(t, sshtest.StartWith(t, o))
+		})
+	}
+}
+
+func testMaxSessions(t *testing.T, srv *sshtest.Server) {
 	pool := &ssh.Pool{Dialer: srv.Dialer(), Idle: -1}
 	defer pool.Close()
 	cache := filepath.Join(srv.Dir, "kernel-cache")
@@ -134,9 +160,14 @@ func TestMaxSessionsOpensAnotherConnection(t *testing.T) {
 }
 
 // A kernel cache others can write is refused: a program put there by another user would run
-// as this one.
+// as this one. The same whichever way files reach the box.
 func TestKernelCacheMustBePrivate(t *testing.T) {
-	b := newBox(t)
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) { testKernelCachePrivate(t, newBoxWith(t, w.opts)) })
+	}
+}
+
+func testKernelCachePrivate(t *testing.T, b *box) {
 	if err := os.Mkdir(b.cache, 0o777); err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,11 @@
 //
 // The kernel for the box's architecture (uname -m) is uploaded once per content hash into a
 // cache directory on the box, written to a temporary name and renamed, and run on a session
-// channel whose stdin and stdout are the frame pipe. Closing stdin ends the kernel and every
-// process group it started. Sessions on one box share one connection, a channel each. A
-// connection that drops or stops answering its keepalives ends its kernels with an *Error
-// of code CodeConnectionLost.
+// channel whose stdin and stdout are the frame pipe. Files go over SFTP, or, on a box with
+// no sftp subsystem, over exec channels (cat, tar; see Box.SFTP). Closing stdin ends the
+// kernel and every process group it started. Sessions on one box share one connection, a
+// channel each. A connection that drops or stops answering its keepalives ends its kernels
+// with an *Error of code CodeConnectionLost.
 package ssh
 
 import (
@@ -88,7 +89,7 @@ func (t *Transport) Box(ctx context.Context) (Box, error) {
 	if err != nil {
 		return Box{}, err
 	}
-	return Box{Arch: b.arch, Home: b.home}, nil
+	return Box{Arch: b.arch, Home: b.home, SFTP: b.noSFTP == nil}, nil
 }
 
 // sum returns the content hash of a local kernel file, remembered by size and mtime.

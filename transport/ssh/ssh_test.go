@@ -35,7 +35,13 @@ type box struct {
 
 func newBox(t testing.TB) *box {
 	t.Helper()
-	srv := sshtest.Start(t)
+	return newBoxWith(t, sshtest.Options{})
+}
+
+// newBoxWith is newBox on a server started with options.
+func newBoxWith(t testing.TB, o sshtest.Options) *box {
+	t.Helper()
+	srv := sshtest.StartWith(t, o)
 	pool := &ssh.Pool{Dialer: srv.Dialer(), Idle: -1}
 	t.Cleanup(func() { pool.Close() })
 	cache := filepath.Join(srv.Dir, "kernel-cache")
@@ -45,6 +51,16 @@ func newBox(t testing.TB) *box {
 		Kernels: func(context.Context, string) (string, error) { return k, nil },
 		Stderr:  os.Stderr,
 	}}
+}
+
+// ways are the two ways files reach a box: SFTP, and exec channels on a box with no sftp
+// subsystem.
+var ways = []struct {
+	name string
+	opts sshtest.Options
+}{
+	{"sftp", sshtest.Options{}},
+	{"exec", sshtest.Options{NoSFTP: true}},
 }
 
 // open opens a session on the box in dir, a directory both sides see (the box is this

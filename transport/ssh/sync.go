@@ -12,13 +12,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
-	"strings"
-	"sync"
+	"syscall"
 	"time"
-
-	"github.com/pkg/sftp"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/paddockhq/paddock/transport/pathmap"
 	"github.com/paddockhq/paddock/workspace"
@@ -26,16 +21,18 @@ import (
 
 // Sync is a workspace for a box with no shared filesystem: at the session's start the
 // parent's files are cloned into an isolated workspace (workspace.Clone) and its copy sent
-// to the box over SFTP; at the end the box's tree is fetched back into the copy, path by
-// path where it changed, and handed back to the parent with the same copy-on-write merge
-// as an isolated subagent (workspace.Handback): conflicts reported, the box's version of a
-// conflicting path kept under conflicts/.
+// to the box; at the end the box's tree is fetched back into the copy, path by path where it
+// changed, and handed back to the parent with the same copy-on-write merge as an isolated
+// subagent (workspace.Handback): conflicts reported, the box's version of a conflicting path
+// kept under conflicts/. The files go over SFTP, or, on a box with no SFTP subsystem, as
+// tar streams over exec channels (the box then needs tar); what is sent and what is taken
+// back is the same either way.
 //
-// A file on the box counts as unchanged when its size, mode and modification time (SFTP
-// carries whole seconds) are those sent, and that time is older than the upload (by the
-// box's clock); a file whose time falls in the upload's second or later is compared by
-// content. A change that keeps a file's size, mode and an old modification time (say, one
-// written and then touched back) is not seen, as in rsync's quick check.
+// A file on the box counts as unchanged when its size, mode and modification time (whole
+// seconds) are those sent, and that time is older than the upload (by the box's clock); a
+// file whose time falls in the upload's second or later is compared by content. A change
+// that keeps a file's size, mode and an old modification time (say, one written and then
+// touched back) is not seen, as in rsync's quick check.
 type Sync struct {
 	Host   string // the box
 	Dir    string // the local workspace directory: base, copy, manifest
@@ -43,14 +40,8 @@ type Sync struct {
 
 	pool  *Pool
 	stamp int64           // the box's clock (unix seconds) when the upload began
-	sent  map[string]sent // what was sent, by slash path under the copy
+	sent  map[string]item // the regular files sent, by slash path under the copy
 	ended bool
-}
-
-type sent struct {
-	mode  fs.FileMode
-	size  int64
-	mtime int64
 }
 
 // SyncOptions say what to sync where.
@@ -95,34 +86,31 @@ func StartSync(ctx context.Context, o SyncOptions) (s *Sync, err error) {
 		remote = path.Join(".cache", "paddock", "work", filepath.Base(dir))
 	}
 	remote = cacheDir(remote, b.home)
-	sc, err := l.Conn.sftp()
+	fx, err := l.Conn.files(b)
 	if err != nil {
 		return nil, &Error{Code: CodeBox, Host: o.Host, Err: err}
 	}
-	defer sc.Close()
-	stop := context.AfterFunc(ctx, func() { sc.Close() })
-	defer stop()
-	if err := sc.MkdirAll(path.Dir(remote)); err != nil {
-		return nil, fmt.Errorf("ssh: sync: %s on %s: %w", path.Dir(remote), o.Host, err)
+	defer fx.close()
+	s = &Sync{Host: o.Host, Dir: dir, Remote: remote, pool: o.Pool, sent: map[string]item{}}
+	items, err := tree(s.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("ssh: sync: %w", err)
 	}
-	if err := sc.Mkdir(remote); err != nil {
-		return nil, fmt.Errorf("ssh: sync: %s on %s (it must not exist): %w", remote, o.Host, err)
+	if s.stamp, err = fx.mkTree(ctx, remote); err != nil {
+		return nil, fmt.Errorf("ssh: sync: %s on %s: %w", remote, o.Host, err)
 	}
 	defer func() {
 		if err != nil {
-			sc.RemoveAll(remote)
+			fx.removeAll(context.WithoutCancel(ctx), remote)
 		}
 	}()
-	fi, err := sc.Stat(remote)
-	if err != nil {
-		return nil, err
-	}
-	s = &Sync{Host: o.Host, Dir: dir, Remote: remote, pool: o.Pool, stamp: fi.ModTime().Unix(), sent: map[string]sent{}}
-	if err := s.send(ctx, sc); err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
+	for _, it := range items {
+		if it.mode.IsRegular() {
+			s.sent[it.rel] = it
 		}
-		return nil, fmt.Errorf("ssh: sync: send the workspace to %s: %w", o.Host, err)
+	}
+	if err := fx.send(ctx, s.Copy(), remote, items); err != nil {
+		return nil, fmt.Errorf("ssh: sync: send the workspace to %s: %w", o.Host, ended(ctx, err))
 	}
 	return s, nil
 }
@@ -136,15 +124,10 @@ func (s *Sync) PathMap() (*pathmap.Map, error) {
 // Copy is the host path of the local copy.
 func (s *Sync) Copy() string { return filepath.Join(s.Dir, workspace.CopyDir) }
 
-// send copies the local copy to the box: directories first, then files (several at once)
-// and symlinks, then the directories' modes (a read-only directory can be filled first).
-func (s *Sync) send(ctx context.Context, sc *sftp.Client) error {
-	root := s.Copy()
-	type item struct {
-		rel string
-		fi  fs.FileInfo
-	}
-	var dirs, files []item
+// tree lists what is sent of the local copy: its directories, regular files and symlinks,
+// a directory before what it holds (other kinds, sockets and devices, are not sent).
+func tree(root string) ([]item, error) {
+	var items []item
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -157,82 +140,23 @@ func (s *Sync) send(ctx context.Context, sc *sftp.Client) error {
 		if err != nil {
 			return err
 		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if err := sc.Mkdir(path.Join(s.Remote, rel)); err != nil {
+		it := item{rel: filepath.ToSlash(rel), mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime().Unix()}
+		switch {
+		case fi.IsDir():
+			it.mode = fs.ModeDir | fi.Mode().Perm()
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if it.link, err = os.Readlink(p); err != nil {
 				return err
 			}
-			dirs = append(dirs, item{rel, fi})
+		case fi.Mode().IsRegular():
+			it.mode = fi.Mode().Perm()
+		default:
 			return nil
 		}
-		files = append(files, item{rel, fi})
+		items = append(items, it)
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(8)
-	for _, it := range files {
-		g.Go(func() error {
-			if gctx.Err() != nil {
-				return gctx.Err()
-			}
-			rp := path.Join(s.Remote, it.rel)
-			lp := filepath.Join(root, filepath.FromSlash(it.rel))
-			if it.fi.Mode()&fs.ModeSymlink != 0 {
-				target, err := os.Readlink(lp)
-				if err != nil {
-					return err
-				}
-				return sc.Symlink(target, rp)
-			}
-			if !it.fi.Mode().IsRegular() {
-				return nil
-			}
-			if err := putFile(sc, lp, rp, it.fi); err != nil {
-				return fmt.Errorf("%s: %w", it.rel, err)
-			}
-			mu.Lock()
-			s.sent[it.rel] = sent{mode: it.fi.Mode().Perm(), size: it.fi.Size(), mtime: it.fi.ModTime().Unix()}
-			mu.Unlock()
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	for _, it := range slices.Backward(dirs) {
-		if err := sc.Chmod(path.Join(s.Remote, it.rel), it.fi.Mode().Perm()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// putFile writes a local file to the box with its mode and modification time.
-func putFile(sc *sftp.Client, local, remote string, fi fs.FileInfo) error {
-	src, err := os.Open(local)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	f, err := sc.OpenFile(remote, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
-	if err != nil {
-		return err
-	}
-	_, err = f.ReadFrom(src)
-	if err == nil {
-		err = f.Chmod(fi.Mode().Perm())
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = sc.Chtimes(remote, fi.ModTime(), fi.ModTime())
-	}
-	return err
+	return items, err
 }
 
 // ErrSyncEnded is the error of a second hand-back.
@@ -250,49 +174,45 @@ func (s *Sync) Handback(ctx context.Context) (*workspace.Report, error) {
 		return nil, err
 	}
 	defer l.Release()
-	sc, err := l.Conn.sftp()
+	b, err := l.Conn.probe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fx, err := l.Conn.files(b)
 	if err != nil {
 		return nil, &Error{Code: CodeBox, Host: s.Host, Err: err}
 	}
-	defer sc.Close()
-	stop := context.AfterFunc(ctx, func() { sc.Close() })
-	defer stop()
-	if err := s.fetch(sc); err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		return nil, fmt.Errorf("ssh: sync: fetch the workspace from %s: %w", s.Host, err)
+	defer fx.close()
+	if err := s.fetch(ctx, fx.walk); err != nil {
+		return nil, fmt.Errorf("ssh: sync: fetch the workspace from %s: %w", s.Host, ended(ctx, err))
 	}
 	rep, err := workspace.Handback(ctx, s.Dir)
 	if err != nil {
 		return nil, err
 	}
 	s.ended = true
-	if err := sc.RemoveAll(s.Remote); err != nil {
+	if err := fx.removeAll(ctx, s.Remote); err != nil {
 		return rep, fmt.Errorf("ssh: sync: handed back, but %s is left on %s: %w", s.Remote, s.Host, err)
 	}
 	return rep, nil
 }
 
-// fetch makes the local copy the box's tree, touching only what differs.
-func (s *Sync) fetch(sc *sftp.Client) error {
+// fetch makes the local copy the box's tree, as walk lists it, touching only what differs.
+// Whatever the box lists, nothing is written, changed or read outside the copy: a path is
+// used only when it lies beneath the copy under directories the box listed as such (and
+// that are still directories), so never through a symlink or above the copy.
+func (s *Sync) fetch(ctx context.Context, walk func(context.Context, string, func(listed) error) error) error {
 	root := s.Copy()
-	seen := map[string]bool{}
-	w := sc.Walk(s.Remote)
-	for w.Step() {
-		if err := w.Err(); err != nil {
+	seen := map[string]fs.FileMode{} // each path listed: its type (and a directory's mode), as last listed
+	err := walk(ctx, s.Remote, func(e listed) error {
+		if err := beneath(seen, e.rel); err != nil {
 			return err
 		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(w.Path(), s.Remote), "/")
-		if rel == "" {
-			continue
-		}
-		seen[rel] = true
-		fi := w.Stat()
-		lp := filepath.Join(root, filepath.FromSlash(rel))
+		seen[e.rel] = e.mode
+		lp := filepath.Join(root, filepath.FromSlash(e.rel))
 		li, lerr := os.Lstat(lp)
 		switch {
-		case fi.IsDir():
+		case e.mode.IsDir():
 			if lerr == nil && !li.IsDir() {
 				if err := os.RemoveAll(lp); err != nil {
 					return err
@@ -304,30 +224,29 @@ func (s *Sync) fetch(sc *sftp.Client) error {
 					return err
 				}
 			}
-			if err := os.Chmod(lp, fi.Mode().Perm()|0o700); err != nil {
-				return err
-			}
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, err := sc.ReadLink(w.Path())
-			if err != nil {
-				return err
-			}
+			return os.Chmod(lp, e.mode.Perm()|0o700)
+		case e.mode&fs.ModeSymlink != 0:
 			if lerr == nil && li.Mode()&fs.ModeSymlink != 0 {
-				if cur, err := os.Readlink(lp); err == nil && cur == target {
-					continue
+				if cur, err := os.Readlink(lp); err == nil && cur == e.link {
+					return nil
 				}
 			}
-			if err := replace(lp, func(tmp string) error { return os.Symlink(target, tmp) }); err != nil {
-				return err
+			return replace(lp, func(tmp string) error { return os.Symlink(e.link, tmp) })
+		case e.mode.IsRegular():
+			if e.same != "" {
+				// A hard link: the content of a file listed before, now in the copy.
+				if err := beneath(seen, e.same); err != nil || !seen[e.same].IsRegular() {
+					return fmt.Errorf("the box listed %q as the same file as %q, which it did not list as a file", e.rel, e.same)
+				}
 			}
-		case fi.Mode().IsRegular():
-			if s.unchanged(sc, rel, w.Path(), fi, lp, li, lerr) {
-				continue
-			}
-			if err := replace(lp, func(tmp string) error { return getFile(sc, w.Path(), tmp, fi) }); err != nil {
-				return fmt.Errorf("%s: %w", rel, err)
+			if err := s.take(e, lp, li, lerr, root); err != nil {
+				return fmt.Errorf("%s: %w", e.rel, err)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	// What the box no longer holds goes from the copy too (deepest first).
 	var gone []string
@@ -336,7 +255,7 @@ func (s *Sync) fetch(sc *sftp.Client) error {
 		if err != nil || rel == "." {
 			return nil
 		}
-		if !seen[filepath.ToSlash(rel)] {
+		if _, ok := seen[filepath.ToSlash(rel)]; !ok {
 			gone = append(gone, p)
 			if d.IsDir() {
 				return filepath.SkipDir
@@ -349,67 +268,102 @@ func (s *Sync) fetch(sc *sftp.Client) error {
 			return err
 		}
 	}
-	// Restore the directories' own modes, now that they are filled.
-	for rel := range seen {
-		lp := filepath.Join(root, filepath.FromSlash(rel))
-		if li, err := os.Lstat(lp); err == nil && li.IsDir() {
-			if fi, err := sc.Lstat(path.Join(s.Remote, rel)); err == nil {
-				os.Chmod(lp, fi.Mode().Perm())
-			}
+	// Restore the directories' own modes, now that they are filled (those still there:
+	// one the box listed again as something else is not).
+	for rel, mode := range seen {
+		if mode.IsDir() && beneath(seen, rel) == nil {
+			os.Chmod(filepath.Join(root, filepath.FromSlash(rel)), mode.Perm())
 		}
 	}
 	return nil
 }
 
-// unchanged reports whether the box's file at rel is what was sent and the local copy
-// still holds it.
-func (s *Sync) unchanged(sc *sftp.Client, rel, remote string, fi fs.FileInfo, lp string, li fs.FileInfo, lerr error) bool {
-	was, ok := s.sent[rel]
-	if !ok || lerr != nil || !li.Mode().IsRegular() || li.Size() != fi.Size() || li.Mode().Perm() != fi.Mode().Perm() {
-		return false
+// beneath checks a path the box listed: a path beneath the tree's root, each of its parents
+// listed (last) as a directory.
+func beneath(seen map[string]fs.FileMode, rel string) error {
+	if !local(rel) {
+		return fmt.Errorf("the box listed %q, not a path beneath the workspace", rel)
 	}
-	if was.size != fi.Size() || was.mode != fi.Mode().Perm() || was.mtime != fi.ModTime().Unix() {
-		return false
+	for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+		if !seen[d].IsDir() {
+			return fmt.Errorf("the box listed %q beneath %q, which it did not list as a directory", rel, d)
+		}
 	}
-	if fi.ModTime().Unix() < s.stamp {
-		return true // older than the upload: a change since would have a newer time
-	}
-	return sameContent(sc, remote, lp)
+	return nil
 }
 
-// sameContent compares a remote file with a local one, byte by byte.
-func sameContent(sc *sftp.Client, remote, local string) bool {
-	rf, err := sc.Open(remote)
+// take brings a regular file the box lists into the local copy at lp, as judge says.
+func (s *Sync) take(e listed, lp string, li fs.FileInfo, lerr error, root string) error {
+	was, wasSent := s.sent[e.rel]
+	box := facts{perm: uint32(e.mode.Perm()), size: e.size, mtime: e.mtime}
+	var loc facts
+	locRegular := lerr == nil && li.Mode().IsRegular()
+	if locRegular {
+		loc = facts{perm: uint32(li.Mode().Perm()), size: li.Size(), mtime: li.ModTime().Unix()}
+	}
+	v := judge(box, facts{perm: uint32(was.mode.Perm()), size: was.size, mtime: was.mtime}, wasSent, loc, locRegular, s.stamp)
+	if v == keep {
+		return nil
+	}
+	open := e.open
+	if e.same != "" {
+		// Content shared with a file listed before, already in the copy.
+		src := filepath.Join(root, filepath.FromSlash(e.same))
+		open = func() (io.ReadCloser, error) { return os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0) }
+	}
+	if open == nil {
+		return errors.New("no content")
+	}
+	return replace(lp, func(tmp string) error {
+		if err := getFile(open, tmp, e); err != nil {
+			return err
+		}
+		if v == compare && sameContent(tmp, lp) {
+			return errKept
+		}
+		return nil
+	})
+}
+
+// errKept ends a replace that found the local copy already right.
+var errKept = errors.New("kept")
+
+// sameContent compares two local files, byte by byte.
+func sameContent(a, b string) bool {
+	fa, err := os.Open(a)
 	if err != nil {
 		return false
 	}
-	defer rf.Close()
-	lf, err := os.Open(local)
+	defer fa.Close()
+	fb, err := os.Open(b)
 	if err != nil {
 		return false
 	}
-	defer lf.Close()
-	a, b := make([]byte, 32<<10), make([]byte, 32<<10)
+	defer fb.Close()
+	x, y := make([]byte, 32<<10), make([]byte, 32<<10)
 	for {
-		n, rerr := io.ReadFull(rf, a)
-		m, lerr := io.ReadFull(lf, b)
-		if n != m || !bytes.Equal(a[:n], b[:m]) {
+		n, aerr := io.ReadFull(fa, x)
+		m, berr := io.ReadFull(fb, y)
+		if n != m || !bytes.Equal(x[:n], y[:m]) {
 			return false
 		}
-		if rerr != nil || lerr != nil {
-			return (rerr == io.EOF || rerr == io.ErrUnexpectedEOF) && (lerr == io.EOF || lerr == io.ErrUnexpectedEOF)
+		if aerr != nil || berr != nil {
+			return (aerr == io.EOF || aerr == io.ErrUnexpectedEOF) && (berr == io.EOF || berr == io.ErrUnexpectedEOF)
 		}
 	}
 }
 
 // replace puts a new entry at p: made by mk at a sibling temporary name, then renamed over
-// whatever is at p (a directory there is removed first).
+// whatever is at p (a directory there is removed first). When mk says errKept, p stays.
 func replace(p string, mk func(tmp string) error) error {
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	tmp := filepath.Join(filepath.Dir(p), ".paddock-sync-"+hex.EncodeToString(rnd[:]))
 	if err := mk(tmp); err != nil {
 		os.Remove(tmp)
+		if err == errKept {
+			return nil
+		}
 		return err
 	}
 	if li, err := os.Lstat(p); err == nil && li.IsDir() {
@@ -426,8 +380,8 @@ func replace(p string, mk func(tmp string) error) error {
 }
 
 // getFile writes the box's file to a new local file with its mode and modification time.
-func getFile(sc *sftp.Client, remote, local string, fi fs.FileInfo) error {
-	rf, err := sc.Open(remote)
+func getFile(open func() (io.ReadCloser, error), local string, e listed) error {
+	rf, err := open()
 	if err != nil {
 		return err
 	}
@@ -436,15 +390,15 @@ func getFile(sc *sftp.Client, remote, local string, fi fs.FileInfo) error {
 	if err != nil {
 		return err
 	}
-	_, err = rf.WriteTo(lf)
+	_, err = io.Copy(lf, rf)
 	if err == nil {
-		err = lf.Chmod(fi.Mode().Perm())
+		err = lf.Chmod(e.mode.Perm())
 	}
 	if cerr := lf.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chtimes(local, time.Now(), fi.ModTime())
+		err = os.Chtimes(local, time.Now(), time.Unix(e.mtime, 0))
 	}
 	return err
 }

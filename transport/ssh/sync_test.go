@@ -13,9 +13,15 @@ import (
 
 // A workspace synced to a box with no shared filesystem: changes made on the box come
 // back; a path changed on both sides differently is a conflict, the parent's version kept
-// and the box's saved under conflicts/.
+// and the box's saved under conflicts/. The same over SFTP and, on a box without it, over
+// exec channels.
 func TestWorkspaceSync(t *testing.T) {
-	b := newBox(t)
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) { testWorkspaceSync(t, newBoxWith(t, w.opts)) })
+	}
+}
+
+func testWorkspaceSync(t *testing.T, b *box) {
 	ctx := context.Background()
 	parent := t.TempDir()
 	write := func(rel, s string) {

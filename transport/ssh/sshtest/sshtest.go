@@ -45,6 +45,7 @@ type Server struct {
 	cmd         *exec.Cmd
 	exited      chan struct{}
 	maxSessions int
+	opts        Options
 }
 
 // Addr is the server's address.
@@ -66,6 +67,15 @@ type Options struct {
 	User string
 	// MaxSessions is how many channels one connection may open at once; 0: 64.
 	MaxSessions int
+	// NoSFTP leaves the Subsystem line out: the server refuses SFTP, as a hardened box does.
+	NoSFTP bool
+	// SFTP is the sftp subsystem's command; "": internal-sftp.
+	SFTP string
+	// Path, when set, is the whole PATH every command runs with (whatever the login shell's
+	// startup files make of it): a box that lacks some program, or has another one. It is
+	// set by a ForceCommand, which takes the sftp subsystem's requests too: use it with
+	// NoSFTP.
+	Path string
 }
 
 // Start starts a server for the test; it is stopped, with every process it started, when
@@ -97,7 +107,7 @@ func StartWith(t testing.TB, o Options) *Server {
 	}
 	os.Chmod(dir, 0o755)
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	s := &Server{Dir: dir, User: u.Username, maxSessions: o.MaxSessions}
+	s := &Server{Dir: dir, User: u.Username, maxSessions: o.MaxSessions, opts: o}
 	if s.maxSessions <= 0 {
 		s.maxSessions = 64
 	}
@@ -191,13 +201,22 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
 PermitRootLogin prohibit-password
-Subsystem sftp internal-sftp
 MaxSessions %d
 MaxStartups 64:30:128
 ClientAliveInterval 0
 PrintMotd no
 LogLevel ERROR
 `, s.Port, filepath.Join(s.Dir, "host_ed25519"), filepath.Join(s.Dir, "authorized_keys"), s.maxSessions)
+	switch {
+	case s.opts.NoSFTP:
+	case s.opts.SFTP != "":
+		cfg += "Subsystem sftp " + s.opts.SFTP + "\n"
+	default:
+		cfg += "Subsystem sftp internal-sftp\n"
+	}
+	if s.opts.Path != "" {
+		cfg += "ForceCommand PATH=" + ssh.Quote(s.opts.Path) + "; export PATH; exec /bin/sh -c \"$SSH_ORIGINAL_COMMAND\"\n"
+	}
 	if err := os.WriteFile(filepath.Join(s.Dir, "sshd_config"), []byte(cfg), 0o644); err != nil {
 		return err
 	}
