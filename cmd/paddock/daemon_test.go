@@ -158,33 +158,22 @@ func scriptClient(ts *testscript.TestScript) *client.Client {
 // TestDaemonScripts runs testdata/script/daemon*.txtar: paddock serve, and the CLI's verbs
 // against it.
 func TestDaemonScripts(t *testing.T) {
-	bin := buildPaddock(t)
-	scriptBin = bin
 	kernel, err := images.Default.Find(context.Background(), runtime.GOARCH)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := filepath.Glob(filepath.Join("testdata", "script", "daemon*.txtar"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	testscript.Run(t, testscript.Params{
-		Files: files,
-		Setup: func(e *testscript.Env) error {
-			e.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+e.Getenv("PATH"))
-			e.Setenv("PADDOCK_KERNEL", kernel) // the scripts' HOME has no kernel cache
-			e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, ".config"))
-			// The socket's directory must be short: a unix socket path holds at most 107 bytes.
-			dir, err := os.MkdirTemp("/tmp", "pd-")
-			if err != nil {
-				return err
-			}
-			e.Defer(func() { os.RemoveAll(dir) })
-			e.Setenv("SOCK", filepath.Join(dir, "run", "paddock.sock"))
-			e.Setenv(client.HostEnv, "unix://"+filepath.Join(dir, "run", "paddock.sock"))
-			e.Setenv("SOCKBASE", dir)
-			return nil
-		},
-		Cmds: daemonCmds,
-	})
+	runScripts(t, "daemon*.txtar", func(e *testscript.Env) error {
+		e.Setenv("PADDOCK_KERNEL", kernel) // the scripts' HOME has no kernel cache
+		e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, ".config"))
+		// The socket's directory must be short: a unix socket path holds at most 107 bytes.
+		dir, err := os.MkdirTemp("/tmp", "pd-")
+		if err != nil {
+			return err
+		}
+		e.Defer(func() { os.RemoveAll(dir) })
+		e.Setenv("SOCK", filepath.Join(dir, "run", "paddock.sock"))
+		e.Setenv(client.HostEnv, "unix://"+filepath.Join(dir, "run", "paddock.sock"))
+		e.Setenv("SOCKBASE", dir)
+		return nil
+	}, daemonCmds)
 }

@@ -87,25 +87,14 @@ func runTo(ts *testscript.TestScript, cmd *exec.Cmd) int {
 // TestExitScripts runs testdata/script/exit*.txtar: every exit status the README documents,
 // as a user meets it.
 func TestExitScripts(t *testing.T) {
-	bin := buildPaddock(t)
-	scriptBin = bin
 	kernel, err := images.Default.Find(context.Background(), runtime.GOARCH)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := filepath.Glob(filepath.Join("testdata", "script", "exit*.txtar"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	testscript.Run(t, testscript.Params{
-		Files: files,
-		Setup: func(e *testscript.Env) error {
-			e.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+e.Getenv("PATH"))
-			e.Setenv("PADDOCK_KERNEL", kernel)
-			e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, ".config"))
-			e.Setenv("XDG_STATE_HOME", filepath.Join(e.WorkDir, ".state"))
-			return nil
-		},
-		Cmds: exitCmds,
-	})
+	runScripts(t, "exit*.txtar", func(e *testscript.Env) error {
+		e.Setenv("PADDOCK_KERNEL", kernel)
+		e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, ".config"))
+		e.Setenv("XDG_STATE_HOME", filepath.Join(e.WorkDir, ".state"))
+		return nil
+	}, exitCmds)
 }

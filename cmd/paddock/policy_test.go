@@ -139,8 +139,16 @@ func TestPolicyExitCodes(t *testing.T) {
 
 // TestPolicyScripts runs testdata/script/policy*.txtar with paddock on PATH.
 func TestPolicyScripts(t *testing.T) {
+	runScripts(t, "policy*.txtar", nil, nil)
+}
+
+// runScripts runs the scripts of testdata/script matching glob with a freshly built paddock
+// first on PATH (scriptBin); setup, when set, adds to each script's environment.
+func runScripts(t *testing.T, glob string, setup func(e *testscript.Env) error, cmds map[string]func(ts *testscript.TestScript, neg bool, args []string)) {
+	t.Helper()
 	bin := buildPaddock(t)
-	files, err := filepath.Glob(filepath.Join("testdata", "script", "policy*.txtar"))
+	scriptBin = bin
+	files, err := filepath.Glob(filepath.Join("testdata", "script", glob))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scripts: %v", err)
 	}
@@ -148,7 +156,11 @@ func TestPolicyScripts(t *testing.T) {
 		Files: files,
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+e.Getenv("PATH"))
+			if setup != nil {
+				return setup(e)
+			}
 			return nil
 		},
+		Cmds: cmds,
 	})
 }
