@@ -45,23 +45,36 @@ func waitingJobOutput() string {
 	return b.String()
 }
 
-// A second daemon on a live state directory is refused before it touches anything, naming
-// the pid that holds it; the first daemon's session, its container and its job go on.
-func TestSecondDaemonRefused(t *testing.T) {
-	cli := engine(t)
-	bin := paddockBinary(t)
-	sock, state := serveDirs(t)
-	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
-	first, _ := startServe(t, bin, sock, state, env, "--drain")
-	c, err := client.New("unix://" + sock)
+// servedJob is a paddock serve with one docker session running a waitingJob.
+type servedJob struct {
+	bin, sock, state string
+	env              []string
+	serve            *exec.Cmd
+	served           chan struct{} // closed when serve has ended
+	c                *client.Client
+	ctx              context.Context
+	ws               string
+	session, job     string
+	containers       []string // the session's, as they were
+}
+
+// serveJob starts paddock serve with flags, opens a docker session and starts a waitingJob
+// in it, detached.
+func serveJob(t *testing.T, flags ...string) *servedJob {
+	t.Helper()
+	engine(t) // the engine answers, or the test skips (fails when peers are required)
+	j := &servedJob{bin: paddockBinary(t), env: append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), ws: t.TempDir()}
+	j.sock, j.state = serveDirs(t)
+	j.serve, j.served = startServe(t, j.bin, j.sock, j.state, j.env, flags...)
+	c, err := client.New("unix://" + j.sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	ws := t.TempDir()
-	s, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker", BlockingBudget: "100ms"})
+	t.Cleanup(cancel)
+	j.c, j.ctx = c, ctx
+	s, err := c.Open(ctx, api.OpenRequest{Workspace: j.ws, Transport: "docker", BlockingBudget: "100ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,31 +82,50 @@ func TestSecondDaemonRefused(t *testing.T) {
 	if err != nil || r.End.Kind != orchestrator.Detached {
 		t.Fatalf("%v %+v", err, r)
 	}
-	before, _ := docker.SessionContainers(ctx, cli, s.ID)
+	j.session, j.job = s.ID, r.End.Job
+	j.containers = j.sessionContainers(t)
+	if len(j.containers) != 1 {
+		t.Fatalf("the session's containers: %v", j.containers)
+	}
+	return j
+}
 
-	for _, other := range []string{filepath.Join(filepath.Dir(sock), "other.sock"), sock} {
-		second := exec.CommandContext(ctx, bin, "serve", "--socket", other, "--state", state)
-		second.Env = env
+// sessionContainers lists the session's containers now.
+func (j *servedJob) sessionContainers(t *testing.T) []string {
+	t.Helper()
+	ids, err := docker.SessionContainers(j.ctx, engine(t), j.session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// A second daemon on a live state directory is refused before it touches anything, naming
+// the pid that holds it; the first daemon's session, its container and its job go on.
+func TestSecondDaemonRefused(t *testing.T) {
+	j := serveJob(t, "--drain")
+	for _, other := range []string{filepath.Join(filepath.Dir(j.sock), "other.sock"), j.sock} {
+		second := exec.CommandContext(j.ctx, j.bin, "serve", "--socket", other, "--state", j.state)
+		second.Env = j.env
 		var errOut bytes.Buffer
 		second.Stderr = &errOut
 		err := second.Run()
 		if err == nil || second.ProcessState.ExitCode() == 0 {
-			t.Fatalf("a second daemon on %s started: %s", state, errOut.String())
+			t.Fatalf("a second daemon on %s started: %s", j.state, errOut.String())
 		}
-		if !strings.Contains(errOut.String(), "pid "+strconv.Itoa(first.Process.Pid)) {
-			t.Errorf("the refusal does not name the holder (pid %d): %s", first.Process.Pid, errOut.String())
+		if !strings.Contains(errOut.String(), "pid "+strconv.Itoa(j.serve.Process.Pid)) {
+			t.Errorf("the refusal does not name the holder (pid %d): %s", j.serve.Process.Pid, errOut.String())
 		}
 	}
-
 	// The first daemon still holds its session: its container, its job, a new step.
-	if after, _ := docker.SessionContainers(ctx, cli, s.ID); len(before) != 1 || fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Fatalf("the session's containers were %v, are %v", before, after)
+	if after := j.sessionContainers(t); fmt.Sprint(after) != fmt.Sprint(j.containers) {
+		t.Fatalf("the session's containers were %v, are %v", j.containers, after)
 	}
-	r2, err := c.Bash(ctx, s.ID, api.BashRequest{Script: "echo still here; touch go"})
-	if err != nil || len(r2.Steps) != 2 || r2.Steps[0].Stdout.Text != "still here\n" {
-		t.Fatalf("a step after the second daemon: %v %+v", err, r2)
+	r, err := j.c.Bash(j.ctx, j.session, api.BashRequest{Script: "echo still here; touch go"})
+	if err != nil || len(r.Steps) != 2 || r.Steps[0].Stdout.Text != "still here\n" {
+		t.Fatalf("a step after the second daemon: %v %+v", err, r)
 	}
-	checkJob(t, ctx, c, s.ID, r.End.Job)
+	checkJob(t, j.ctx, j.c, j.session, j.job)
 }
 
 // checkJob waits for a waitingJob and checks its output is whole and once, in its result
@@ -130,53 +162,31 @@ func checkJob(t *testing.T, ctx context.Context, c *client.Client, session, id s
 // the next one, as a killed daemon does: the next daemon lists the session open in the
 // same container, and the job's output, which went on across the stop, is whole and once.
 func TestSigtermKeepsSessions(t *testing.T) {
-	cli := engine(t)
-	bin := paddockBinary(t)
-	sock, state := serveDirs(t)
-	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
-	first, firstDone := startServe(t, bin, sock, state, env)
-	c, err := client.New("unix://" + sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	ws := t.TempDir()
-	s, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker", BlockingBudget: "100ms"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := c.Bash(ctx, s.ID, api.BashRequest{Script: waitingJob})
-	if err != nil || r.End.Kind != orchestrator.Detached {
-		t.Fatalf("%v %+v", err, r)
-	}
-	before, _ := docker.SessionContainers(ctx, cli, s.ID)
-
-	first.Process.Signal(syscall.SIGTERM)
-	<-firstDone
-	if code := first.ProcessState.ExitCode(); code != 0 {
+	j := serveJob(t)
+	j.serve.Process.Signal(syscall.SIGTERM)
+	<-j.served
+	if code := j.serve.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("paddock serve after SIGTERM: status %d", code)
 	}
-	if after, _ := docker.SessionContainers(ctx, cli, s.ID); len(before) != 1 || fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Fatalf("the session's containers were %v, after the stop %v", before, after)
+	if after := j.sessionContainers(t); fmt.Sprint(after) != fmt.Sprint(j.containers) {
+		t.Fatalf("the session's containers were %v, after the stop %v", j.containers, after)
 	}
 	// The job goes on while no daemon runs.
-	os.WriteFile(filepath.Join(ws, "go"), nil, 0o644)
+	os.WriteFile(filepath.Join(j.ws, "go"), nil, 0o644)
 
-	startServe(t, bin, sock, state, env, "--drain")
-	info, err := c.Session(ctx, s.ID)
+	startServe(t, j.bin, j.sock, j.state, j.env, "--drain")
+	info, err := j.c.Session(j.ctx, j.session)
 	if err != nil || info.State != api.Open {
 		t.Fatalf("the session after the restart: %v %+v", err, info)
 	}
-	checkJob(t, ctx, c, s.ID, r.End.Job)
-	if r, err := c.Bash(ctx, s.ID, api.BashRequest{Script: "echo again"}); err != nil || len(r.Steps) != 1 || r.Steps[0].Stdout.Text != "again\n" {
+	checkJob(t, j.ctx, j.c, j.session, j.job)
+	if r, err := j.c.Bash(j.ctx, j.session, api.BashRequest{Script: "echo again"}); err != nil || len(r.Steps) != 1 || r.Steps[0].Stdout.Text != "again\n" {
 		t.Errorf("a step after the restart: %v %+v", err, r)
 	}
-	if _, err := c.CloseSession(ctx, s.ID); err != nil {
+	if _, err := j.c.CloseSession(j.ctx, j.session); err != nil {
 		t.Fatal(err)
 	}
-	if ids, _ := docker.SessionContainers(ctx, cli, s.ID); len(ids) != 0 {
+	if ids := j.sessionContainers(t); len(ids) != 0 {
 		t.Errorf("containers left after close: %v", ids)
 	}
 }
