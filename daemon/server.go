@@ -409,6 +409,7 @@ func (s *Server) recover() {
 			for i := range info.Jobs {
 				if !info.Jobs[i].Done {
 					info.Jobs[i].Done, info.Jobs[i].Lost = true, true
+					s.settleLost(info.ID, info.Jobs[i])
 				}
 			}
 			s.handBackEnded(&info)
@@ -486,6 +487,7 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	info := st.Session
 	cfg := o.Config
 	cfg.ID, cfg.StateDir, cfg.Log = info.ID, dir, s.log
+	cfg.NoOutputTimeout = o.NoOutputTimeout
 	cfg.ChildDirs = filepath.Join(s.cfg.StateDir, handbacks)
 	cfg.Listen, cfg.Key = filepath.Join(dir, listenDir), st.Key
 	kp := &keeper{s: s, listen: true}
@@ -534,7 +536,6 @@ func (s *Server) takeUp(ctx context.Context, e *entry, st stored, open func(tran
 		return err
 	}
 	var restores []orchestrator.Restore
-	lasts := map[string]*atomic.Int64{}
 	for i, j := range info.Jobs {
 		if j.Done {
 			continue
@@ -551,18 +552,13 @@ func (s *Server) takeUp(ctx context.Context, e *entry, st stored, open func(tran
 			if err != nil {
 				s.log.Warn("job not taken up again", "job", j.ID, "err", err)
 			}
+			s.settleLost(info.ID, j)
 		case js.Ended:
 			info.Jobs[i].Done, info.Jobs[i].Result = true, js.Result
 		default:
 			e.states[j.ID] = rec
 			e.artifacts[j.ID] = j.Artifact
-			last := new(atomic.Int64) // the job's last output, for its no-output timeout
-			last.Store(time.Now().UnixNano())
-			lasts[j.ID] = last
-			restores = append(restores, orchestrator.Restore{State: js, Live: func(step, fd int, data []byte) {
-				last.Store(time.Now().UnixNano())
-				e.live(step, fd, data)
-			}})
+			restores = append(restores, orchestrator.Restore{State: js, Live: e.live})
 		}
 	}
 	e.info = info
@@ -584,10 +580,6 @@ func (s *Server) takeUp(ctx context.Context, e *entry, st stored, open func(tran
 		s.persist(e, j)
 		s.wg.Add(1)
 		go s.watchJob(e, j, e.artifacts[j.ID()])
-		if last := lasts[j.ID()]; e.noOT > 0 && last != nil {
-			s.wg.Add(1)
-			go s.silence(e, j, last)
-		}
 	}
 	if err := e.save(); err != nil {
 		s.log.Warn("session state file", "session", info.ID, "error", err)
@@ -781,6 +773,7 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 	cfg := o.Config
 	cfg.ID = id
 	cfg.StateDir = dir
+	cfg.NoOutputTimeout = o.NoOutputTimeout
 	cfg.ChildDirs = filepath.Join(s.cfg.StateDir, handbacks)
 	cfg.Log = s.log
 	var stored *api.OpenRequest
@@ -1052,23 +1045,13 @@ func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (*orch
 	}
 	n := e.calls.Add(1)
 	art := filepath.Join(e.dir, fmt.Sprintf("call-%d.out", n))
-	var last atomic.Int64
-	last.Store(time.Now().UnixNano())
-	call := orchestrator.Call{Script: req.Script, Artifact: art,
-		Live: func(step, fd int, data []byte) {
-			last.Store(time.Now().UnixNano())
-			e.hub.publish(api.Event{Kind: api.EventOutput, Output: &api.Output{Step: step, FD: fd, Data: string(data)}})
-		}}
+	call := orchestrator.Call{Script: req.Script, Artifact: art, Live: e.live}
 	t0 := time.Now()
 	defer func() { s.metrics.add(func(m *metrics) { m.callSeconds.observe(time.Since(t0)) }) }()
 	j, err := e.s.StartJob(call)
 	if err != nil {
 		os.Remove(art)
 		return nil, "", err
-	}
-	if e.noOT > 0 {
-		s.wg.Add(1)
-		go s.silence(e, j, &last)
 	}
 	var timeout <-chan time.Time
 	if budget > 0 {
@@ -1151,56 +1134,6 @@ func (s *Server) watchJob(e *entry, j *orchestrator.Job, art string) {
 	e.hub.publish(api.Event{Kind: api.EventJobEnd, Job: &api.Job{ID: j.ID(), Script: j.Script(), Done: true, Artifact: art, Result: res}})
 }
 
-// silence kills a call, from its first moment, once it has printed nothing for the session's
-// no-output timeout. A question waiting for an answer counts as activity: the call's step
-// waits with it.
-func (s *Server) silence(e *entry, j *orchestrator.Job, last *atomic.Int64) {
-	defer s.wg.Done()
-	t := time.NewTicker(max(e.noOT/8, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-j.Done():
-			return
-		case <-s.life.Done():
-			return
-		case <-t.C:
-			if s.asking(e) {
-				last.Store(time.Now().UnixNano())
-				continue
-			}
-			if time.Since(time.Unix(0, last.Load())) >= e.noOT {
-				s.log.Warn("job killed: no output", "session", e.info.ID, "job", j.ID(), "timeout", e.noOT)
-				j.Kill()
-				return
-			}
-		}
-	}
-}
-
-// asking reports whether a question of e's session waits for an answer: at its own streams
-// or, routed up the chain, at an ancestor's.
-func (s *Server) asking(e *entry) bool {
-	id := e.info.ID
-	for x := e; x != nil; {
-		if x.hub.asking(id) {
-			return true
-		}
-		x.mu.Lock()
-		parent := x.info.Parent
-		x.mu.Unlock()
-		if parent == "" {
-			break
-		}
-		p, err := s.get(parent)
-		if err != nil {
-			break
-		}
-		x = p
-	}
-	return false
-}
-
 // parseDuration reads a duration; a bare number is seconds; "-1": no limit.
 func parseDuration(v string) (time.Duration, error) {
 	v = strings.TrimSpace(v)
@@ -1233,3 +1166,19 @@ func (e *badRequest) Code() string  { return "bad_request" }
 
 // Log returns the server's logger.
 func (s *Server) Log() *slog.Logger { return s.log }
+
+// settleLost puts in order the artifact of a job lost with a previous daemon (its output
+// went past its cap, and that daemon died before it turned the file).
+func (s *Server) settleLost(session string, j api.Job) {
+	if j.Artifact == "" {
+		return
+	}
+	rep, err := orchestrator.SettleArtifact(j.Artifact)
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		s.log.Warn("a lost job's artifact cannot be put in order", "session", session, "job", j.ID, "err", err)
+	case err == nil && rep.Dropped > 0:
+		s.log.Info("a lost job's artifact was put in order", "session", session, "job", j.ID,
+			"written", rep.Written, "kept", rep.Kept, "dropped", rep.Dropped)
+	}
+}

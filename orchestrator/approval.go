@@ -270,6 +270,8 @@ type Routed struct {
 // route takes a question up the chain (policy.NextRoute decides each move) until a session
 // answers it, by a client or by the gateway rule, or none can.
 func (s *Session) route(ctx context.Context, q Question, e policy.Effects) Routed {
+	s.questions.Add(1) // the asking session's calls wait with it
+	defer s.questions.Add(-1)
 	chain := s.chain()
 	from := 0
 	for {

@@ -83,6 +83,9 @@ func (s *Session) Run(ctx context.Context, call Call) (*Result, error) {
 		budget = s.cfg.Budget
 	}
 	if budget < 0 || (budget == 0 && call.Artifact == "") {
+		if s.limits().Set() {
+			return s.runWatched(ctx, call)
+		}
 		r, err := s.newRunner(call)
 		if err != nil {
 			return nil, err
@@ -261,6 +264,8 @@ func (r *runner) pipeline(ctx context.Context, parts []*syntax.Stmt) (stop bool,
 }
 
 func (r *runner) decide(ctx context.Context, step Step) Verdict {
+	r.s.questions.Add(1) // it may wait for an answer: the call's limits count that as output
+	defer r.s.questions.Add(-1)
 	return r.s.gate.Decide(ctx, step)
 }
 
