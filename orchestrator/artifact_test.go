@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -261,6 +262,63 @@ func TestArtifactTurnTakenUp(t *testing.T) {
 	for _, left := range []string{markSuffix, turnSuffix} {
 		if _, err := os.Stat(path + left); !os.IsNotExist(err) {
 			t.Errorf("%s left: %v", left, err)
+		}
+	}
+}
+
+// An artifact file written in random chunks under a random cap (or none), its host dying at
+// random moments and a new one taking it up: at the end it holds the output's first Head and
+// last Tail bytes (all of it within the cap), in order, never more than the cap at any moment,
+// and its report's kept + dropped is every byte written.
+//
+// law: job_output_bounded
+// law: job_no_silent_loss
+// law: job_cap_drops_only_excess
+func TestArtifactFileProperty(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 6))
+	dir := t.TempDir()
+	for i := range 300 {
+		spill := output.Spill{Cap: int64(r.IntN(200))}
+		out := make([]byte, r.IntN(2000))
+		for k := range out {
+			out[k] = byte('a' + r.IntN(26))
+		}
+		path := filepath.Join(dir, fmt.Sprintf("a%d", i))
+		a, err := createArtifact(path, spill)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rest := out; len(rest) > 0; {
+			n := min(len(rest), r.IntN(150)+1)
+			a.write(rest[:n])
+			rest = rest[n:]
+			if fi, _ := a.f.Stat(); spill.Capped() && fi.Size() > spill.Cap {
+				t.Fatalf("cap %d: the file holds %d bytes", spill.Cap, fi.Size())
+			}
+			if r.IntN(10) == 0 { // the host dies; a new one takes the job up
+				a.f.Close()
+				if a.mark != nil {
+					a.mark.Close()
+				}
+				if a, err = openArtifact(path, spill); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		rep := a.report()
+		if err := a.finish(); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(path)
+		want := out
+		if spill.Capped() && int64(len(out)) > spill.Cap {
+			want = append(bytes.Clone(out[:spill.Head()]), out[int64(len(out))-spill.Tail():]...)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("cap %d, %d bytes: the file is not the head and the tail", spill.Cap, len(out))
+		}
+		if rep.Written != int64(len(out)) || rep.Kept != int64(len(got)) || rep.Kept+rep.Dropped != rep.Written {
+			t.Fatalf("cap %d, %d bytes, the file %d: report %+v", spill.Cap, len(out), len(got), rep)
 		}
 	}
 }
