@@ -72,6 +72,11 @@ type Server struct {
 
 	lock *os.File // the state directory's lock, held until Close or Leave
 
+	// ready is closed once clients can attach (Serve, Handler): the jobs of the sessions
+	// taken up at the start wait for it, so that what they ask again finds its clients.
+	ready     chan struct{}
+	readyOnce sync.Once
+
 	mu       sync.Mutex
 	sessions map[string]*entry // guarded by mu
 	closing  bool              // guarded by mu
@@ -133,18 +138,27 @@ func New(cfg Config) (*Server, error) {
 		lock.Close()
 		return nil, fmt.Errorf("daemon: state directory: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cfg.Log, metrics: newMetrics(), start: time.Now(), sessions: map[string]*entry{}, lock: lock}
+	s := &Server{cfg: cfg, log: cfg.Log, metrics: newMetrics(), start: time.Now(), sessions: map[string]*entry{}, lock: lock,
+		ready: make(chan struct{})}
 	s.life, s.stop = context.WithCancel(context.Background())
 	s.recover()
 	s.routes()
 	return s, nil
 }
 
-// Handler returns the API's handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler returns the API's handler. Whoever takes it serves it: from then clients can attach.
+func (s *Server) Handler() http.Handler {
+	s.markReady()
+	return s.mux
+}
 
-// Serve serves the API on l until Close.
+// markReady lets the jobs taken up at the start go on: clients can attach now.
+func (s *Server) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }
+
+// Serve serves the API on l until Close. l already listens: a client that connects now is
+// served as soon as Serve accepts, so the jobs taken up at the start go on from here.
 func (s *Server) Serve(l net.Listener) error {
+	s.markReady()
 	hs := &http.Server{Handler: s.mux, BaseContext: func(net.Listener) context.Context { return s.life },
 		ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -488,6 +502,10 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	cfg := o.Config
 	cfg.ID, cfg.StateDir, cfg.Log = info.ID, dir, s.log
 	cfg.NoOutputTimeout = o.NoOutputTimeout
+	// Its jobs wait until clients can attach, and what they ask again waits for a client as
+	// long as a call blocks: the clients of the daemon that died reconnect meanwhile. (Its
+	// children are configured from it, and wait the same.)
+	cfg.Ready, cfg.AttachGrace = s.ready, cfg.Budget
 	cfg.ChildDirs = filepath.Join(s.cfg.StateDir, handbacks)
 	cfg.Listen, cfg.Key = filepath.Join(dir, listenDir), st.Key
 	kp := &keeper{s: s, listen: true}

@@ -274,10 +274,37 @@ func Reopen(ctx context.Context, cfg Config, k transport.Kernel, jobs []Restore)
 		s.Close()
 		return nil, fmt.Errorf("session %s: the reattached kernel did not answer: %w", s.id, err)
 	}
+	s.holdUntilReady()
 	for _, t := range goOn {
 		s.goOn(t.j, t.r)
 	}
 	return s, nil
+}
+
+// DefaultAttachGrace is how long a question waits for a client after a session is taken up
+// again, when Config.AttachGrace does not say.
+const DefaultAttachGrace = 30 * time.Second
+
+// holdUntilReady has the clients of a session taken up again, once Ready, AttachGrace to
+// attach: a question that finds none meanwhile waits for one.
+func (s *Session) holdUntilReady() {
+	if s.cfg.Ready == nil {
+		return
+	}
+	grace := s.cfg.AttachGrace
+	if grace <= 0 {
+		grace = DefaultAttachGrace
+	}
+	s.attachBy.Store(time.Now().Add(grace).UnixNano()) // until Ready, and the grace after it
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-s.cfg.Ready:
+			s.attachBy.Store(time.Now().Add(grace).UnixNano())
+		case <-s.life.Done():
+		}
+	}()
 }
 
 // restoreJob makes a job from its state: its runner where the state says, its artifact
@@ -384,6 +411,13 @@ func (s *Session) goOn(j *Job, r *runner) {
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
+		if s.cfg.Ready != nil {
+			// Taken up before its clients can attach: what it asks would go unanswered.
+			select {
+			case <-s.cfg.Ready:
+			case <-ctx.Done():
+			}
+		}
 		s.finishJob(j, r, ctx)
 	}()
 }

@@ -87,6 +87,14 @@ type Config struct {
 	// transports only; see transport.Spec).
 	Listen string
 	Key    string
+	// Ready, for a session taken up again (Reopen, ReopenChild, ReopenRun), holds the jobs it
+	// takes up until it is closed: until then no client can attach to answer what they ask
+	// (a daemon closes it once it listens). nil: they go on at once.
+	Ready <-chan struct{}
+	// AttachGrace is how long, from Ready, a question that finds no client in its chain waits
+	// for one to attach, as a restarted daemon's clients reconnect, before it is unanswered;
+	// 0: DefaultAttachGrace.
+	AttachGrace time.Duration
 
 	parent *Session // set by Spawn
 	name   string
@@ -116,6 +124,7 @@ type Session struct {
 	wg    sync.WaitGroup // the jobs' goroutines
 
 	questions atomic.Int32 // questions of the session (and gatekeepers' decisions) under way
+	attachBy  atomic.Int64 // Unix nanoseconds: until then a question with no client waits for one
 
 	mu     sync.Mutex
 	c      *conn // guarded by mu; replaced after a protocol fault
