@@ -343,6 +343,17 @@ func (s *Server) recover() {
 	for _, d := range dirs {
 		dir := filepath.Join(s.cfg.StateDir, "sessions", d.Name())
 		b, err := os.ReadFile(filepath.Join(dir, stateFile))
+		if errors.Is(err, fs.ErrNotExist) {
+			// A session whose opening never finished (its state file is written once its
+			// kernel answers): nobody was told of it. Its directory goes, and with it the
+			// directory its kernel would listen in, so the reaper, which spares a container
+			// while that directory is there, removes its container.
+			s.log.Warn("a session a previous daemon was opening is removed", "session", d.Name())
+			if err := os.RemoveAll(dir); err != nil {
+				s.log.Warn("removing an unfinished session", "dir", dir, "err", err)
+			}
+			continue
+		}
 		if err != nil {
 			continue
 		}
