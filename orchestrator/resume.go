@@ -415,6 +415,7 @@ func (s *Session) goOn(j *Job, r *runner) {
 			// Taken up before its clients can attach: what it asks would go unanswered.
 			select {
 			case <-s.cfg.Ready:
+				j.last.Store(time.Now().UnixNano()) // its silence counts from here
 			case <-ctx.Done():
 			}
 		}
