@@ -130,17 +130,6 @@ func (j *Job) finish(res *Result, err error) {
 	j.close(art)
 }
 
-// write keeps output in the artifact file, until the end.
-func (j *Job) write(p []byte) {
-	j.last.Store(time.Now().UnixNano())
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.artifact != nil && j.end == nil {
-		j.artifact.write(p)
-		j.written.Store(j.artifact.written)
-	}
-}
-
 // artifactReport says what the artifact holds so far; nil without one.
 func (j *Job) artifactReport() *ArtifactReport {
 	j.mu.Lock()
@@ -246,13 +235,6 @@ func (s *Session) startJob(call Call) (*Job, error) {
 			return nil, fmt.Errorf("job %s: artifact: %w", id, err)
 		}
 		j.artifact = a
-	}
-	live := call.Live
-	call.Live = func(step, fd int, data []byte) {
-		j.write(data)
-		if live != nil {
-			live(step, fd, data)
-		}
 	}
 	r, err := s.newRunner(call)
 	if err != nil {

@@ -320,13 +320,7 @@ func (s *Session) restoreJob(js JobState, live func(step, fd int, data []byte)) 
 		j.artifact = a
 		j.written.Store(a.written)
 	}
-	call := Call{Script: js.Script, Artifact: js.Artifact}
-	call.Live = func(step, fd int, data []byte) {
-		j.write(data)
-		if live != nil {
-			live(step, fd, data)
-		}
-	}
+	call := Call{Script: js.Script, Artifact: js.Artifact, Live: live}
 	r, err := s.newRunner(call)
 	if err != nil {
 		if j.artifact != nil {
@@ -389,12 +383,9 @@ func (r *runner) adopt(js JobState, h wire.HeldExec) adopted {
 		if step < 0 || step >= len(run.outs) || (fd != 1 && fd != 2) {
 			return
 		}
-		run.outs[step][fd-1].Write(data)
-		end := pos + int64(len(data))
-		if end > have && r.call.Live != nil {
-			r.call.Live(steps[step].Index, fd, data[max(0, have-pos):])
-		}
-		pos = end
+		skip := int(min(max(have-pos, 0), int64(len(data))))
+		pos += int64(len(data))
+		r.out(run.outs[step][fd-1], steps[step].Index, fd, data, skip)
 	}
 	// The messages the host writes itself after the reply (a redirection that failed) count
 	// on from the exec's output: one an earlier host wrote is not written again.
