@@ -448,7 +448,8 @@ func TestAPIYesJobCapped(t *testing.T) {
 		t.Errorf("the result's text does not count what was dropped:\n%s", res)
 	}
 	jobs, err := d.c.Jobs(ctx, s.ID)
-	if err != nil || len(jobs) != 1 || jobs[0].Result == nil || jobs[0].Result.Saved == nil || *jobs[0].Result.Saved != *sv {
+	if err != nil || len(jobs) != 1 || jobs[0].Result == nil || jobs[0].Result.Saved == nil || *jobs[0].Result.Saved != *sv ||
+		jobs[0].Saved == nil || *jobs[0].Saved != *sv {
 		t.Errorf("the session's jobs: %+v %v", jobs, err)
 	}
 }

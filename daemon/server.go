@@ -434,7 +434,7 @@ func (s *Server) recover() {
 			for i := range info.Jobs {
 				if !info.Jobs[i].Done {
 					info.Jobs[i].Done, info.Jobs[i].Lost = true, true
-					s.settleLost(info.ID, info.Jobs[i])
+					info.Jobs[i].Saved = s.settleLost(info.ID, info.Jobs[i])
 				}
 			}
 			s.handBackEnded(&info)
@@ -581,9 +581,12 @@ func (s *Server) takeUp(ctx context.Context, e *entry, st stored, open func(tran
 			if err != nil {
 				s.log.Warn("job not taken up again", "job", j.ID, "err", err)
 			}
-			s.settleLost(info.ID, j)
+			info.Jobs[i].Saved = s.settleLost(info.ID, j)
 		case js.Ended:
 			info.Jobs[i].Done, info.Jobs[i].Result = true, js.Result
+			if js.Result != nil {
+				info.Jobs[i].Saved = js.Result.Saved
+			}
 		default:
 			e.states[j.ID] = rec
 			e.artifacts[j.ID] = j.Artifact
@@ -951,6 +954,7 @@ func jobLess(a, b string) bool {
 
 func describeJob(j *orchestrator.Job, arts map[string]string) api.Job {
 	out := api.Job{ID: j.ID(), Script: j.Script(), Result: j.Result()}
+	out.Saved = out.Result.Saved
 	select {
 	case <-j.Done():
 		out.Done = true
@@ -1153,14 +1157,14 @@ func (s *Server) watchJob(e *entry, j *orchestrator.Job, art string) {
 	e.mu.Lock()
 	for i := range e.info.Jobs {
 		if e.info.Jobs[i].ID == j.ID() {
-			e.info.Jobs[i].Done, e.info.Jobs[i].Result = true, res
+			e.info.Jobs[i].Done, e.info.Jobs[i].Result, e.info.Jobs[i].Saved = true, res, res.Saved
 		}
 	}
 	e.mu.Unlock()
 	e.save()
 	s.countSteps(res)
 	s.metrics.add(func(m *metrics) { m.jobs[res.End.Kind]++ })
-	e.hub.publish(api.Event{Kind: api.EventJobEnd, Job: &api.Job{ID: j.ID(), Script: j.Script(), Done: true, Artifact: art, Result: res}})
+	e.hub.publish(api.Event{Kind: api.EventJobEnd, Job: &api.Job{ID: j.ID(), Script: j.Script(), Done: true, Artifact: art, Result: res, Saved: res.Saved}})
 }
 
 // parseDuration reads a duration; a bare number is seconds; "-1": no limit.
@@ -1198,9 +1202,9 @@ func (s *Server) Log() *slog.Logger { return s.log }
 
 // settleLost puts in order the artifact of a job lost with a previous daemon (its output
 // went past its cap, and that daemon died before it turned the file).
-func (s *Server) settleLost(session string, j api.Job) {
+func (s *Server) settleLost(session string, j api.Job) *orchestrator.ArtifactReport {
 	if j.Artifact == "" {
-		return
+		return nil
 	}
 	rep, err := orchestrator.SettleArtifact(j.Artifact)
 	switch {
@@ -1210,4 +1214,5 @@ func (s *Server) settleLost(session string, j api.Job) {
 		s.log.Info("a lost job's artifact was put in order", "session", session, "job", j.ID,
 			"written", rep.Written, "kept", rep.Kept, "dropped", rep.Dropped)
 	}
+	return rep
 }
