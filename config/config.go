@@ -15,7 +15,25 @@ type Settings struct {
 	KernelTransport KernelTransport `mapstructure:"kernelTransport" json:"kernelTransport"`
 	Shell           Shell           `mapstructure:"shell" json:"shell"`
 	SSH             SSH             `mapstructure:"ssh" json:"ssh"`
-	Output          output.Limit    `mapstructure:"output" json:"output"`
+	Output          Output          `mapstructure:"output" json:"output"`
+}
+
+// Output bounds what steps and jobs print: the truncation setting of every result, and the
+// cap of a job's artifact file.
+type Output struct {
+	output.Limit `mapstructure:",squash"`
+	// ArtifactBytes caps the file that receives a job's whole output: past it the file keeps
+	// the first and the last half of the cap and counts the bytes between as dropped; 0: no
+	// cap. Trusted: a project's settings cannot set it.
+	ArtifactBytes int64 `mapstructure:"artifactBytes" json:"artifactBytes"`
+}
+
+// Validate refuses an invalid truncation setting or artifact cap.
+func (o Output) Validate() error {
+	if err := o.Limit.Validate(); err != nil {
+		return err
+	}
+	return output.Spill{Cap: o.ArtifactBytes}.Validate()
 }
 
 // KernelTransport configures the transport of new sessions.
@@ -65,6 +83,9 @@ type Shell struct {
 	Rules []Rule `mapstructure:"rules" json:"rules"`
 	// BlockingBudget is how long a call blocks before it detaches, e.g. "30s".
 	BlockingBudget string `mapstructure:"blockingBudget" json:"blockingBudget"`
+	// JobTimeout kills a call that has run this long, a job or a call that blocks to its end,
+	// e.g. "2h"; "": never. Trusted.
+	JobTimeout string `mapstructure:"jobTimeout" json:"jobTimeout"`
 }
 
 // Rule is one shell rule: Action (allow, ask, deny) for steps whose command starts with the
@@ -83,7 +104,7 @@ type SSH struct {
 // Defaults are the settings before any source sets one.
 func Defaults() Settings {
 	return Settings{
-		Output: output.Default(),
+		Output: Output{Limit: output.Default(), ArtifactBytes: output.DefaultArtifactBytes},
 		Shell:  Shell{AutoEffects: []string{"read", "write", "exec", "net", "outside", "protected"}, BlockingBudget: "30s"},
 		KernelTransport: KernelTransport{
 			Docker: Docker{Memory: "2g", Pids: 1024},

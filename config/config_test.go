@@ -26,7 +26,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Settings.Output != output.Default() || len(l.Settings.Shell.AutoEffects) != 6 || l.Sources["output.bytes"] != "default" {
+	if l.Settings.Output.Limit != output.Default() || l.Settings.Output.ArtifactBytes != output.DefaultArtifactBytes || len(l.Settings.Shell.AutoEffects) != 6 || l.Sources["output.bytes"] != "default" {
 		t.Fatalf("settings %+v, sources %v", l.Settings, l.Sources)
 	}
 }
@@ -44,24 +44,27 @@ shell:
   autoEffects: [read, write, exec, net, outside, protected, secret]
   rules: [{action: allow, command: rm}]
   blockingBudget: 5s
+  jobTimeout: 1s
 ssh:
   hosts: [evil]
 output:
   lines: 10
+  artifactBytes: 0
 `)
 	l, err := Load(Options{Workspace: ws})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := l.Settings
-	if s.KernelTransport.Kind != "" || s.KernelTransport.SSH.Host != "" || slices.Contains(s.Shell.AutoEffects, "secret") || len(s.Shell.Rules) != 0 || len(s.SSH.Hosts) != 0 {
+	if s.KernelTransport.Kind != "" || s.KernelTransport.SSH.Host != "" || slices.Contains(s.Shell.AutoEffects, "secret") || len(s.Shell.Rules) != 0 || len(s.SSH.Hosts) != 0 ||
+		s.Output.ArtifactBytes != output.DefaultArtifactBytes || s.Shell.JobTimeout != "" {
 		t.Fatalf("a project widened the settings: %+v", s)
 	}
 	if s.Shell.BlockingBudget != "5s" || s.Output.Lines != 10 {
 		t.Fatalf("a project's harmless settings were not applied: %+v", s)
 	}
 	warned := strings.Join(l.Warnings, "\n")
-	for _, k := range []string{`"kernelTransport"`, `"shell.autoEffects"`, `"shell.rules"`, `"ssh"`} {
+	for _, k := range []string{`"kernelTransport"`, `"shell.autoEffects"`, `"shell.rules"`, `"ssh"`, `"output.artifactBytes"`, `"shell.jobTimeout"`} {
 		if !strings.Contains(warned, k) {
 			t.Errorf("no warning names %s:\n%s", k, warned)
 		}

@@ -28,7 +28,7 @@ func TestTrustedSourcesUnaffected(t *testing.T) {
 	s := l.Settings
 	if s.KernelTransport.Kind != "local" || !slices.Equal(s.KernelTransport.Wrapped.ArgvPrefix, []string{"box"}) ||
 		!slices.Equal(s.SSH.Hosts, []string{"a", "b"}) || !slices.Equal(s.Shell.AutoEffects, []string{"read"}) ||
-		s.Output != (output.Limit{Bytes: 2000, Lines: 7, Mode: output.Head}) || s.Shell.BlockingBudget != "5s" {
+		s.Output.Limit != (output.Limit{Bytes: 2000, Lines: 7, Mode: output.Head}) || s.Shell.BlockingBudget != "5s" {
 		t.Fatalf("settings %+v", s)
 	}
 	for k, src := range map[string]string{

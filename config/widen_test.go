@@ -28,6 +28,13 @@ func trustedPaths() [][]string {
 		for i := range t.NumField() {
 			f := t.Field(i)
 			name := f.Tag.Get("mapstructure")
+			if strings.HasSuffix(name, ",squash") {
+				// Its fields are the table's own (output.Limit's: project keys).
+				if f.Type.PkgPath() == t.PkgPath() {
+					walk(f.Type, at)
+				}
+				continue
+			}
 			p := append(append([]string(nil), at...), name)
 			if keyIndex(p) < 0 && !leadsToProjectKey(p) {
 				out = append(out, p)

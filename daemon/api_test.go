@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -405,6 +406,54 @@ func TestAPIJobOutputBounded(t *testing.T) {
 	}
 }
 
+// A detached job running yes, in a session whose artifacts are capped at 1 MiB and whose
+// calls have a time limit: the limit kills it, saying so; its artifact holds the cap, the
+// output's first and last half-MiB, and its result (as the job and the session's listing
+// report it, and its text) counts what the file dropped.
+//
+// law: job_output_bounded
+// law: job_no_silent_loss
+func TestAPIYesJobCapped(t *testing.T) {
+	const capBytes = 1 << 20
+	d := startDaemon(t, daemonOptions{more: func(c *orchestrator.Config) {
+		c.ArtifactBytes, c.JobTimeout = capBytes, 2*time.Second
+	}})
+	ctx := context.Background()
+	s, err := d.c.Open(ctx, api.OpenRequest{Workspace: t.TempDir(), BlockingBudget: "100ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.c.Bash(ctx, s.ID, api.BashRequest{Script: "yes"})
+	if err != nil || r.End.Kind != orchestrator.Detached {
+		t.Fatalf("%+v %v", r.Result, err)
+	}
+	j, err := d.c.Wait(ctx, s.ID, r.End.Job, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := j.Result
+	if res.End.Kind != orchestrator.Killed || res.End.Code != orchestrator.CodeTimeout {
+		t.Fatalf("the end: %+v", res.End)
+	}
+	b, err := os.ReadFile(j.Artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv := res.Saved
+	if len(b) != capBytes || sv == nil || sv.Kept != capBytes || sv.Written != res.Steps[0].Stdout.TotalBytes ||
+		sv.Dropped != sv.Written-capBytes || sv.Dropped <= 0 {
+		t.Fatalf("the artifact: %d bytes; the report %+v", len(b), sv)
+	}
+	if !strings.Contains(res.String(), fmt.Sprintf("%d bytes between them dropped", sv.Dropped)) {
+		t.Errorf("the result's text does not count what was dropped:\n%s", res)
+	}
+	jobs, err := d.c.Jobs(ctx, s.ID)
+	if err != nil || len(jobs) != 1 || jobs[0].Result == nil || jobs[0].Result.Saved == nil || *jobs[0].Result.Saved != *sv ||
+		jobs[0].Saved == nil || *jobs[0].Saved != *sv {
+		t.Errorf("the session's jobs: %+v %v", jobs, err)
+	}
+}
+
 // The OpenAPI document names exactly the routes the daemon serves, and is what it serves.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	var doc struct {
@@ -564,7 +613,8 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"Job": api.Job{}, "SpawnRequest": api.SpawnRequest{}, "AnswerRequest": api.AnswerRequest{},
 		"Event": api.Event{}, "Error": api.Error{}, "Health": api.Health{}, "Setting": api.Setting{}, "Settings": api.Settings{},
 		"Result": orchestrator.Result{}, "StepResult": orchestrator.StepResult{}, "End": orchestrator.End{},
-		"Question": orchestrator.Question{}, "Settlement": orchestrator.Settlement{},
+		"ArtifactReport": orchestrator.ArtifactReport{},
+		"Question":       orchestrator.Question{}, "Settlement": orchestrator.Settlement{},
 		"Collected": orchestrator.Collected{}, "SpawnedChild": orchestrator.SpawnedChild{},
 		"FSReadRequest": orchestrator.FSReadRequest{}, "FSWriteRequest": orchestrator.FSWriteRequest{}, "FSReply": orchestrator.FSReply{},
 	} {

@@ -52,6 +52,8 @@ func (l *logBuffer) String() string {
 type daemonOptions struct {
 	state string       // "": a new one
 	limit output.Limit // zero: the default
+	// more sets the rest of each session's configuration (limits, an artifact cap).
+	more func(*orchestrator.Config)
 }
 
 func kernel(t testing.TB) string {
@@ -64,7 +66,7 @@ func kernel(t testing.TB) string {
 }
 
 // opener opens local sessions as the CLI's would, with an ask rule for touch.
-func opener(kernelPath string, limit output.Limit) func(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
+func opener(kernelPath string, limit output.Limit, more ...func(*orchestrator.Config)) func(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
 	return func(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
 		var budget, noOT time.Duration
 		var err error
@@ -87,6 +89,11 @@ func opener(kernelPath string, limit output.Limit) func(ctx context.Context, req
 			Budget:    budget,
 			Policy:    orchestrator.Policy{Rules: []policy.ShellRule{{Action: policy.AskRule, Prefix: []string{"touch"}, Source: "test"}}},
 		}
+		for _, m := range more {
+			if m != nil {
+				m(&cfg)
+			}
+		}
 		return daemon.Opened{Config: cfg, Transport: "local", NoOutputTimeout: noOT}, nil
 	}
 }
@@ -101,7 +108,7 @@ func startDaemon(t testing.TB, o daemonOptions) *testDaemon {
 	}
 	logs := &logBuffer{}
 	srv, err := daemon.New(daemon.Config{
-		Open:     opener(kernel(t), o.limit),
+		Open:     opener(kernel(t), o.limit, o.more),
 		StateDir: o.state,
 		Version:  "test",
 		Log:      slog.New(slog.NewTextHandler(logs, nil)),

@@ -90,19 +90,6 @@ func (h *hub) close() {
 	h.subs = map[*subscriber]struct{}{}
 }
 
-// asking reports whether a question of session (its own, or a child's routed here) is
-// waiting for an answer at some stream of this hub.
-func (h *hub) asking(session string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, s := range h.asked {
-		if s == session {
-			return true
-		}
-	}
-	return false
-}
-
 // Kind makes an interactive or gateway stream a client of the session.
 func (s *subscriber) Kind() orchestrator.ClientKind {
 	if s.kind == api.StreamGateway {

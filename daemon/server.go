@@ -75,6 +75,11 @@ type Server struct {
 
 	lock *os.File // the state directory's lock, held until Close or Leave
 
+	// ready is closed once clients can attach (Serve, Handler): the jobs of the sessions
+	// taken up at the start wait for it, so that what they ask again finds its clients.
+	ready     chan struct{}
+	readyOnce sync.Once
+
 	mu       sync.Mutex
 	sessions map[string]*entry // guarded by mu
 	closing  bool              // guarded by mu
@@ -136,18 +141,27 @@ func New(cfg Config) (*Server, error) {
 		lock.Close()
 		return nil, fmt.Errorf("daemon: state directory: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cfg.Log, metrics: newMetrics(), start: time.Now(), sessions: map[string]*entry{}, lock: lock}
+	s := &Server{cfg: cfg, log: cfg.Log, metrics: newMetrics(), start: time.Now(), sessions: map[string]*entry{}, lock: lock,
+		ready: make(chan struct{})}
 	s.life, s.stop = context.WithCancel(context.Background())
 	s.recover()
 	s.routes()
 	return s, nil
 }
 
-// Handler returns the API's handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler returns the API's handler. Whoever takes it serves it: from then clients can attach.
+func (s *Server) Handler() http.Handler {
+	s.markReady()
+	return s.mux
+}
 
-// Serve serves the API on l until Close.
+// markReady lets the jobs taken up at the start go on: clients can attach now.
+func (s *Server) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }
+
+// Serve serves the API on l until Close. l already listens: a client that connects now is
+// served as soon as Serve accepts, so the jobs taken up at the start go on from here.
 func (s *Server) Serve(l net.Listener) error {
+	s.markReady()
 	hs := &http.Server{Handler: s.mux, BaseContext: func(net.Listener) context.Context { return s.life },
 		ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -332,6 +346,17 @@ func (s *Server) recover() {
 	for _, d := range dirs {
 		dir := filepath.Join(s.cfg.StateDir, "sessions", d.Name())
 		b, err := os.ReadFile(filepath.Join(dir, stateFile))
+		if errors.Is(err, fs.ErrNotExist) {
+			// A session whose opening never finished (its state file is written once its
+			// kernel answers): nobody was told of it. Its directory goes, and with it the
+			// directory its kernel would listen in, so the reaper, which spares a container
+			// while that directory is there, removes its container.
+			s.log.Warn("a session a previous daemon was opening is removed", "session", d.Name())
+			if err := os.RemoveAll(dir); err != nil {
+				s.log.Warn("removing an unfinished session", "dir", dir, "err", err)
+			}
+			continue
+		}
 		if err != nil {
 			continue
 		}
@@ -412,6 +437,7 @@ func (s *Server) recover() {
 			for i := range info.Jobs {
 				if !info.Jobs[i].Done {
 					info.Jobs[i].Done, info.Jobs[i].Lost = true, true
+					info.Jobs[i].Saved = s.settleLost(info.ID, info.Jobs[i])
 				}
 			}
 			s.handBackEnded(&info)
@@ -489,6 +515,11 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	info := st.Session
 	cfg := o.Config
 	cfg.ID, cfg.StateDir, cfg.Log = info.ID, dir, s.log
+	cfg.NoOutputTimeout = o.NoOutputTimeout
+	// Its jobs wait until clients can attach, and what they ask again waits for a client as
+	// long as a call blocks: the clients of the daemon that died reconnect meanwhile. (Its
+	// children are configured from it, and wait the same.)
+	cfg.Ready, cfg.AttachGrace = s.ready, cfg.Budget
 	cfg.ChildDirs = filepath.Join(s.cfg.StateDir, handbacks)
 	cfg.Listen, cfg.Key = filepath.Join(dir, listenDir), st.Key
 	kp := &keeper{s: s, listen: true}
@@ -537,7 +568,6 @@ func (s *Server) takeUp(ctx context.Context, e *entry, st stored, open func(tran
 		return err
 	}
 	var restores []orchestrator.Restore
-	lasts := map[string]*atomic.Int64{}
 	for i, j := range info.Jobs {
 		if j.Done {
 			continue
@@ -554,18 +584,16 @@ func (s *Server) takeUp(ctx context.Context, e *entry, st stored, open func(tran
 			if err != nil {
 				s.log.Warn("job not taken up again", "job", j.ID, "err", err)
 			}
+			info.Jobs[i].Saved = s.settleLost(info.ID, j)
 		case js.Ended:
 			info.Jobs[i].Done, info.Jobs[i].Result = true, js.Result
+			if js.Result != nil {
+				info.Jobs[i].Saved = js.Result.Saved
+			}
 		default:
 			e.states[j.ID] = rec
 			e.artifacts[j.ID] = j.Artifact
-			last := new(atomic.Int64) // the job's last output, for its no-output timeout
-			last.Store(time.Now().UnixNano())
-			lasts[j.ID] = last
-			restores = append(restores, orchestrator.Restore{State: js, Live: func(step, fd int, data []byte) {
-				last.Store(time.Now().UnixNano())
-				e.live(step, fd, data)
-			}})
+			restores = append(restores, orchestrator.Restore{State: js, Live: e.live})
 		}
 	}
 	e.info = info
@@ -587,10 +615,6 @@ func (s *Server) takeUp(ctx context.Context, e *entry, st stored, open func(tran
 		s.persist(e, j)
 		s.wg.Add(1)
 		go s.watchJob(e, j, e.artifacts[j.ID()])
-		if last := lasts[j.ID()]; e.noOT > 0 && last != nil {
-			s.wg.Add(1)
-			go s.silence(e, j, last)
-		}
 	}
 	if err := e.save(); err != nil {
 		s.log.Warn("session state file", "session", info.ID, "error", err)
@@ -784,6 +808,7 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 	cfg := o.Config
 	cfg.ID = id
 	cfg.StateDir = dir
+	cfg.NoOutputTimeout = o.NoOutputTimeout
 	cfg.ChildDirs = filepath.Join(s.cfg.StateDir, handbacks)
 	cfg.Log = s.log
 	var stored *api.OpenRequest
@@ -932,6 +957,7 @@ func jobLess(a, b string) bool {
 
 func describeJob(j *orchestrator.Job, arts map[string]string) api.Job {
 	out := api.Job{ID: j.ID(), Script: j.Script(), Result: j.Result()}
+	out.Saved = out.Result.Saved
 	select {
 	case <-j.Done():
 		out.Done = true
@@ -1055,23 +1081,13 @@ func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (*orch
 	}
 	n := e.calls.Add(1)
 	art := filepath.Join(e.dir, fmt.Sprintf("call-%d.out", n))
-	var last atomic.Int64
-	last.Store(time.Now().UnixNano())
-	call := orchestrator.Call{Script: req.Script, Artifact: art,
-		Live: func(step, fd int, data []byte) {
-			last.Store(time.Now().UnixNano())
-			e.hub.publish(api.Event{Kind: api.EventOutput, Output: &api.Output{Step: step, FD: fd, Data: string(data)}})
-		}}
+	call := orchestrator.Call{Script: req.Script, Artifact: art, Live: e.live}
 	t0 := time.Now()
 	defer func() { s.metrics.add(func(m *metrics) { m.callSeconds.observe(time.Since(t0)) }) }()
 	j, err := e.s.StartJob(call)
 	if err != nil {
 		os.Remove(art)
 		return nil, "", err
-	}
-	if e.noOT > 0 {
-		s.wg.Add(1)
-		go s.silence(e, j, &last)
 	}
 	var timeout <-chan time.Time
 	if budget > 0 {
@@ -1144,64 +1160,14 @@ func (s *Server) watchJob(e *entry, j *orchestrator.Job, art string) {
 	e.mu.Lock()
 	for i := range e.info.Jobs {
 		if e.info.Jobs[i].ID == j.ID() {
-			e.info.Jobs[i].Done, e.info.Jobs[i].Result = true, res
+			e.info.Jobs[i].Done, e.info.Jobs[i].Result, e.info.Jobs[i].Saved = true, res, res.Saved
 		}
 	}
 	e.mu.Unlock()
 	e.save()
 	s.countSteps(res)
 	s.metrics.add(func(m *metrics) { m.jobs[res.End.Kind]++ })
-	e.hub.publish(api.Event{Kind: api.EventJobEnd, Job: &api.Job{ID: j.ID(), Script: j.Script(), Done: true, Artifact: art, Result: res}})
-}
-
-// silence kills a call, from its first moment, once it has printed nothing for the session's
-// no-output timeout. A question waiting for an answer counts as activity: the call's step
-// waits with it.
-func (s *Server) silence(e *entry, j *orchestrator.Job, last *atomic.Int64) {
-	defer s.wg.Done()
-	t := time.NewTicker(max(e.noOT/8, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-j.Done():
-			return
-		case <-s.life.Done():
-			return
-		case <-t.C:
-			if s.asking(e) {
-				last.Store(time.Now().UnixNano())
-				continue
-			}
-			if time.Since(time.Unix(0, last.Load())) >= e.noOT {
-				s.log.Warn("job killed: no output", "session", e.info.ID, "job", j.ID(), "timeout", e.noOT)
-				j.Kill()
-				return
-			}
-		}
-	}
-}
-
-// asking reports whether a question of e's session waits for an answer: at its own streams
-// or, routed up the chain, at an ancestor's.
-func (s *Server) asking(e *entry) bool {
-	id := e.info.ID
-	for x := e; x != nil; {
-		if x.hub.asking(id) {
-			return true
-		}
-		x.mu.Lock()
-		parent := x.info.Parent
-		x.mu.Unlock()
-		if parent == "" {
-			break
-		}
-		p, err := s.get(parent)
-		if err != nil {
-			break
-		}
-		x = p
-	}
-	return false
+	e.hub.publish(api.Event{Kind: api.EventJobEnd, Job: &api.Job{ID: j.ID(), Script: j.Script(), Done: true, Artifact: art, Result: res, Saved: res.Saved}})
 }
 
 // parseDuration reads a duration; a bare number is seconds; "-1": no limit.
@@ -1236,3 +1202,20 @@ func (e *badRequest) Code() string  { return "bad_request" }
 
 // Log returns the server's logger.
 func (s *Server) Log() *slog.Logger { return s.log }
+
+// settleLost puts in order the artifact of a job lost with a previous daemon (its output
+// went past its cap, and that daemon died before it turned the file).
+func (s *Server) settleLost(session string, j api.Job) *orchestrator.ArtifactReport {
+	if j.Artifact == "" {
+		return nil
+	}
+	rep, err := orchestrator.SettleArtifact(j.Artifact)
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		s.log.Warn("a lost job's artifact cannot be put in order", "session", session, "job", j.ID, "err", err)
+	case err == nil && rep.Dropped > 0:
+		s.log.Info("a lost job's artifact was put in order", "session", session, "job", j.ID,
+			"written", rep.Written, "kept", rep.Kept, "dropped", rep.Dropped)
+	}
+	return rep
+}

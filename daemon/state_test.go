@@ -243,3 +243,55 @@ func TestScriptedChildrenLeaveNothing(t *testing.T) {
 		t.Errorf("left in handbacks/: %v", left)
 	}
 }
+
+// A job lost with a daemon that was killed while its output was past its artifact's cap (the
+// file's tail a ring not yet put in order): the next daemon puts the file in order, head then
+// tail, and the job's listing says what it holds and what it dropped.
+//
+// law: job_no_silent_loss
+func TestLostJobArtifactSettled(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	d := startDaemon(t, daemonOptions{state: state})
+	ctx := context.Background()
+	ws := t.TempDir()
+	s, err := d.c.Open(ctx, api.OpenRequest{Workspace: ws, BlockingBudget: "50ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.c.Bash(ctx, s.ID, api.BashRequest{Script: "echo start; while [ ! -e go ]; do sleep 0.01; done"})
+	if err != nil || r.End.Kind != orchestrator.Detached {
+		t.Fatalf("%+v %v", r.Result, err)
+	}
+	defer os.WriteFile(filepath.Join(ws, "go"), nil, 0o644)
+	// What a killed daemon leaves: the session's state file, which lists the job, and the
+	// job's artifact as it stood: 27 bytes written under a cap of 10, the first 5 in place
+	// and the last 5 in a ring turned by 2.
+	copyDir := filepath.Join(t.TempDir(), "state")
+	dir := filepath.Join(copyDir, "sessions", s.ID)
+	os.MkdirAll(dir, 0o700)
+	data, err := os.ReadFile(filepath.Join(state, "sessions", s.ID, "session.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	art := filepath.Join(dir, "call-1.out")
+	data = []byte(strings.ReplaceAll(string(data), filepath.Join(state, "sessions", s.ID, "call-1.out"), art))
+	os.WriteFile(filepath.Join(dir, "session.json"), data, 0o600)
+	os.WriteFile(art, []byte("01234pqmno"), 0o600)
+	os.WriteFile(art+".mark", []byte("00000000000000000027 00000000000000000010 0\n"), 0o600)
+
+	d2 := startDaemon(t, daemonOptions{state: copyDir})
+	jobs, err := d2.c.Jobs(ctx, s.ID)
+	if err != nil || len(jobs) != 1 || !jobs[0].Lost {
+		t.Fatalf("the jobs: %+v %v", jobs, err)
+	}
+	want := orchestrator.ArtifactReport{Written: 27, Kept: 10, Dropped: 17, Head: 5, Tail: 5, Cap: 10}
+	if sv := jobs[0].Saved; sv == nil || *sv != want {
+		t.Errorf("the lost job's saved: %+v", sv)
+	}
+	if b, _ := os.ReadFile(art); string(b) != "01234mnopq" {
+		t.Errorf("the artifact: %q", b)
+	}
+	if _, err := os.Stat(art + ".mark"); !os.IsNotExist(err) {
+		t.Errorf("the mark is left: %v", err)
+	}
+}

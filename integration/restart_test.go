@@ -75,11 +75,63 @@ func startServe(t *testing.T, bin, sock, state string, env []string, flags ...st
 	}
 }
 
+// gate is a directory of files that jobs wait for (the test makes them) and make (the test
+// waits for them), mounted in every container at its own path, an isolated child's too: the
+// restart tests order what the jobs do and what the test does by these files, not by time.
+type gate string
+
+// newGate makes a gate directory.
+func newGate(t *testing.T) gate {
+	t.Helper()
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777) // the kernel's user writes its marks there
+	return gate(dir)
+}
+
+// path is the path of name in the gate, as both sides see it.
+func (g gate) path(name string) string { return filepath.Join(string(g), name) }
+
+// waitFor is a shell command that waits until the gate's file name exists.
+func (g gate) waitFor(name string) string {
+	return fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done", g.path(name))
+}
+
+// mark is a shell command that makes the gate's file name.
+func (g gate) mark(name string) string { return ": > " + g.path(name) }
+
+// open makes the gate's file name, letting what waits for it go on.
+func (g gate) open(t *testing.T, name string) {
+	t.Helper()
+	if err := os.WriteFile(g.path(name), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// await waits until the gate's file name exists: something the jobs do has happened.
+func (g gate) await(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	for {
+		if _, err := os.Stat(g.path(name)); err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s was never made: %v", name, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// mounts are a session's mounts with the gate: the workspace at its own path, and the gate.
+func (g gate) mounts(ws string) []string { return []string{ws + ":" + ws, string(g) + ":" + string(g)} }
+
 // A daemon killed outright with two container sessions open, one in Docker and one in
 // containerd, each running a job: the next daemon finds both by their state files and
 // labels, reattaches to their kernels (which listened, and outlived the daemon) and lists
 // them open again, in the same containers; each job's output is complete, each byte once,
 // in its result and its artifact; new steps run in both; closing them leaves no container.
+// Every job waits at a gate the test opens, so what runs across the kill runs across it
+// however slow the machine is.
 //
 // law: job_no_silent_loss
 func TestDaemonRestart(t *testing.T) {
@@ -105,6 +157,7 @@ func TestDaemonRestart(t *testing.T) {
 	defer cancel()
 	ws := t.TempDir()
 	os.Mkdir(filepath.Join(ws, "sub"), 0o755)
+	g := newGate(t)
 	containersOf := func(kind, id string) []string {
 		var ids []string
 		var err error
@@ -119,7 +172,7 @@ func TestDaemonRestart(t *testing.T) {
 		}
 		return ids
 	}
-	const n = 200 // 10 s of output: the jobs run across the restart
+	const n = 200 // half before the kill, half while no daemon runs
 	var want strings.Builder
 	want.WriteString("start\n")
 	for i := 1; i <= n; i++ {
@@ -131,12 +184,15 @@ func TestDaemonRestart(t *testing.T) {
 	}
 	var sessions []opened
 	for _, kind := range []string{"docker", "containerd"} {
-		s, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: kind, BlockingBudget: "300ms"})
+		s, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: kind, BlockingBudget: "300ms", Mounts: g.mounts(ws)})
 		if err != nil {
 			t.Fatalf("%s: %v", kind, err)
 		}
-		// A multi-step script: the job is taken up between steps as well as within one.
-		script := fmt.Sprintf("cd sub && export WHERE=%s; echo start; sh -c 'for i in $(seq 1 %d); do echo line$i; sleep 0.05; done'", kind, n)
+		// A multi-step script, taken up within its last step: it prints half its lines,
+		// says so and waits for the gate go, then prints the rest, says so and waits for
+		// the gate end (which the test opens once it has seen the job taken up).
+		script := fmt.Sprintf("cd sub && export WHERE=%[1]s; echo start; sh -c 'for i in $(seq 1 %[2]d); do echo line$i; done; %[3]s; %[4]s; for i in $(seq %[5]d %[6]d); do echo line$i; done; %[7]s; %[8]s'",
+			kind, n/2, g.mark("half-"+kind), g.waitFor("go"), n/2+1, n, g.mark("done-"+kind), g.waitFor("end"))
 		r, err := c.Bash(ctx, s.ID, api.BashRequest{Script: script})
 		if err != nil || r.End.Kind != orchestrator.Detached {
 			t.Fatalf("%s: %v %+v", kind, err, r)
@@ -149,15 +205,16 @@ func TestDaemonRestart(t *testing.T) {
 	}
 
 	// A job of the Docker session that ended before the kill is still answered for after it.
-	early, err := c.Bash(ctx, sessions[0].id, api.BashRequest{Script: "echo early; sleep 0.5"})
+	early, err := c.Bash(ctx, sessions[0].id, api.BashRequest{Script: "echo early; " + g.waitFor("early")})
 	if err != nil || early.End.Kind != orchestrator.Detached {
 		t.Fatalf("%v %+v", err, early)
 	}
+	g.open(t, "early")
 	if _, err := c.Wait(ctx, sessions[0].id, early.End.Job, ""); err != nil {
 		t.Fatal(err)
 	}
 	// A third session, whose container goes while no daemon runs.
-	gone, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker"})
+	gone, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker", Mounts: g.mounts(ws)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,9 +229,10 @@ func TestDaemonRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A child started with a script that runs across the restart.
+	// A child started with a script that runs across the restart: its second step says it
+	// runs, and waits for the gate scripted.
 	scripted, err := c.Spawn(ctx, sessions[0].id, api.SpawnRequest{Name: "scripted", Workspace: orchestrator.Isolated,
-		Script: "echo from the scripted child > scripted.txt; sleep 4; echo done"})
+		Script: fmt.Sprintf("echo from the scripted child > scripted.txt; sh -c '%s; %s'; echo done", g.mark("in-scripted"), g.waitFor("scripted"))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,22 +257,33 @@ func TestDaemonRestart(t *testing.T) {
 		}
 	}
 
-	// Last before the kill, a job that goes quiet: its no-output timeout kills it after
-	// the restart.
-	quiet, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker", BlockingBudget: "300ms", NoOutputTimeout: "5s"})
+	// Last before the kill, a job that prints until the gate quiet opens, then goes quiet:
+	// its no-output timeout kills it after the restart.
+	quiet, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker", BlockingBudget: "300ms", NoOutputTimeout: "5s", Mounts: g.mounts(ws)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	qr, err := c.Bash(ctx, quiet.ID, api.BashRequest{Script: "echo start; sleep 600"})
+	qr, err := c.Bash(ctx, quiet.ID, api.BashRequest{Script: fmt.Sprintf("echo start; sh -c 'while [ ! -e %s ]; do echo tick; sleep 0.05; done; %s'; sleep 600",
+		g.path("quiet"), g.mark("quiet-now"))})
 	if err != nil || qr.End.Kind != orchestrator.Detached {
 		t.Fatalf("%v %+v", err, qr)
+	}
+	// The kill comes once each job is where the test means it to be.
+	for _, m := range []string{"half-docker", "half-containerd", "in-scripted"} {
+		g.await(t, ctx, m)
 	}
 	first.Process.Signal(syscall.SIGKILL)
 	<-firstDone
 	if n, err := docker.RemoveSession(ctx, cli, gone.ID); err != nil || n != 1 {
 		t.Fatalf("removing the third session's container: %d %v", n, err)
 	}
-	time.Sleep(500 * time.Millisecond) // the jobs go on with no daemon
+	// The jobs go on with no daemon: the sessions' jobs print the rest of their output, and
+	// the quiet job goes quiet.
+	g.open(t, "go")
+	g.open(t, "quiet")
+	for _, m := range []string{"done-docker", "done-containerd", "quiet-now"} {
+		g.await(t, ctx, m)
+	}
 	startServe(t, bin, sock, state, env, "--drain")
 	c.Close()
 	list, err := c.Sessions(ctx)
@@ -235,7 +304,7 @@ func TestDaemonRestart(t *testing.T) {
 	if jobs := got[quiet.ID].Jobs; len(jobs) != 1 || jobs[0].Done {
 		t.Errorf("the quiet job at the restart: %+v", jobs)
 	}
-	if j, err := c.Wait(ctx, quiet.ID, qr.End.Job, ""); err != nil || j.Result.End.Kind != orchestrator.Killed {
+	if j, err := c.Wait(ctx, quiet.ID, qr.End.Job, ""); err != nil || j.Result.End.Kind != orchestrator.Killed || j.Result.End.Code != orchestrator.CodeNoOutput {
 		t.Errorf("the quiet job after the restart: %v %+v", err, j.Result)
 	}
 	if _, err := c.CloseSession(ctx, quiet.ID); err != nil {
@@ -284,6 +353,7 @@ func TestDaemonRestart(t *testing.T) {
 	if sp := got[sessions[0].id].Spawned; len(sp) != 1 || sp[0].ID != scripted.ID || sp[0].Done {
 		t.Errorf("the scripted child at the restart: %+v", sp)
 	}
+	g.open(t, "scripted")
 	col, err := c.Collect(ctx, sessions[0].id, scripted.ID, "")
 	if err != nil || !col.Done || col.Result == nil || col.Result.End.Kind != orchestrator.Finished || len(col.Result.Steps) != 3 ||
 		col.Result.Steps[2].Stdout.Text != "done\n" || col.Handback == nil || len(col.Handback.Taken) != 1 {
@@ -311,6 +381,7 @@ func TestDaemonRestart(t *testing.T) {
 		if jobs := s.Jobs; len(jobs) == 0 || jobs[0].ID != o.job || jobs[0].Done {
 			t.Errorf("%s: the job at the restart: %+v", o.kind, jobs)
 		}
+		g.open(t, "end")
 		job, err := c.Wait(ctx, o.id, o.job, "")
 		if err != nil {
 			t.Fatal(err)
@@ -416,5 +487,83 @@ func TestListenAsContainerUser(t *testing.T) {
 				t.Errorf("after the reattach: %v %+v", err, r)
 			}
 		})
+	}
+}
+
+// nextQuestion reads a session's stream until a question comes.
+func nextQuestion(t *testing.T, st *client.Stream) orchestrator.Question {
+	t.Helper()
+	for {
+		e, err := st.Next()
+		if err != nil {
+			t.Fatalf("the stream ended before a question: %v", err)
+		}
+		if e.Question != nil {
+			return *e.Question
+		}
+	}
+}
+
+// A step that waits for an answer when its daemon is killed is asked again by the next
+// daemon once clients can attach, and the question waits for one (the session's blocking
+// budget): the client that attaches after the restart is shown it, and its yes runs the step
+// and the rest of the job. (Asked again while the new daemon was not yet listening, it was
+// refused at once: nobody could be attached.)
+func TestRestartAsksAgain(t *testing.T) {
+	engine(t)
+	bin := paddockBinary(t)
+	sock, state := serveDirs(t)
+	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
+	first, firstDone := startServe(t, bin, sock, state, env, "--drain")
+	c, err := client.New("unix://" + sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ws := t.TempDir()
+	s, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker", BlockingBudget: "1m",
+		Settings: map[string]string{"shell.autoEffects": "read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Events(ctx, s.ID, api.StreamInteractive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Bash(ctx, s.ID, api.BashRequest{Script: "echo a; touch asked; echo b", Budget: "300ms"})
+	if err != nil || r.End.Kind != orchestrator.Detached {
+		t.Fatalf("%v %+v", err, r.Result)
+	}
+	if q := nextQuestion(t, st); q.Command != "touch asked" {
+		t.Fatalf("the question: %+v", q)
+	}
+	first.Process.Signal(syscall.SIGKILL)
+	<-firstDone
+	st.Close()
+
+	startServe(t, bin, sock, state, env, "--drain")
+	st, err = c.Events(ctx, s.ID, api.StreamInteractive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	q := nextQuestion(t, st)
+	if q.Command != "touch asked" {
+		t.Fatalf("the question asked again: %+v", q)
+	}
+	if err := c.Answer(ctx, s.ID, q.ID, api.AnswerRequest{Approve: true, Client: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	j, err := c.Wait(ctx, s.ID, r.End.Job, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := j.Result; res.End.Kind != orchestrator.Finished || len(res.Steps) != 3 || res.Steps[2].Stdout.Text != "b\n" {
+		t.Fatalf("the job after its answer: %s", res)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "asked")); err != nil {
+		t.Errorf("the approved step did not run: %v", err)
 	}
 }

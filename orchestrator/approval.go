@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"sync"
+	"time"
 
 	"github.com/paddockhq/paddock/policy"
 )
@@ -89,6 +91,7 @@ type clients struct {
 	attached  map[string]Client    // guarded by mu
 	open      map[string]*question // guarded by mu: questions shown to this session's clients
 	changed   chan struct{}        // guarded by mu: closed and replaced when a client leaves
+	joined    chan struct{}        // guarded by mu: closed and replaced when a client attaches
 	nextID    int                  // guarded by mu
 	sessionID string
 }
@@ -110,6 +113,10 @@ func (s *Session) Attach(c Client) (detach func()) {
 	cl.nextID++
 	id := fmt.Sprintf("c%d", cl.nextID)
 	cl.attached[id] = c
+	if cl.joined != nil {
+		close(cl.joined)
+		cl.joined = nil
+	}
 	var open []Question
 	for _, q := range cl.open {
 		open = append(open, q.q)
@@ -132,6 +139,16 @@ func (s *Session) Attach(c Client) (detach func()) {
 			cl.mu.Unlock()
 		})
 	}
+}
+
+// joining returns a channel closed when a client next attaches.
+func (cl *clients) joining() <-chan struct{} {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.joined == nil {
+		cl.joined = make(chan struct{})
+	}
+	return cl.joined
 }
 
 // presence counts the session's clients by kind.
@@ -270,6 +287,8 @@ type Routed struct {
 // route takes a question up the chain (policy.NextRoute decides each move) until a session
 // answers it, by a client or by the gateway rule, or none can.
 func (s *Session) route(ctx context.Context, q Question, e policy.Effects) Routed {
+	s.questions.Add(1) // the asking session's calls wait with it
+	defer s.questions.Add(-1)
 	chain := s.chain()
 	from := 0
 	for {
@@ -281,6 +300,9 @@ func (s *Session) route(ctx context.Context, q Question, e policy.Effects) Route
 		at := chain[r.Session]
 		switch r.Kind {
 		case policy.NoAnswer:
+			if awaitClient(ctx, chain, from) {
+				continue // a client attached: the route is taken again
+			}
 			return Routed{Code: "unanswered", Outcome: "unanswered", At: at.id}
 		case policy.ByGateway:
 			if policy.GatewayRule(e) {
@@ -299,6 +321,38 @@ func (s *Session) route(ctx context.Context, q Question, e policy.Effects) Route
 		}
 		from = r.Session // every interactive client left: take the route again from here
 	}
+}
+
+// awaitClient waits, while a session of chain was taken up again a moment ago (its attachBy
+// has not passed), for a client to attach to a session the route looks at (chain[from:]):
+// true when one did; false at once otherwise, or when the time passes or ctx ends first.
+func awaitClient(ctx context.Context, chain []*Session, from int) bool {
+	by := int64(0)
+	for _, x := range chain {
+		by = max(by, x.attachBy.Load())
+	}
+	chain = chain[min(max(from, 0), len(chain)):]
+	wait := time.Until(time.Unix(0, by))
+	if by == 0 || wait <= 0 {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	cases := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+	}
+	for _, x := range chain {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(x.clients.joining())})
+	}
+	// A client that attached between the route's look and now is seen by the next look.
+	for _, x := range chain {
+		if p := x.clients.presence(); p.Interactive > 0 || p.Gateways > 0 {
+			return true
+		}
+	}
+	i, _, _ := reflect.Select(cases)
+	return i >= 2
 }
 
 func newQuestionID() string {

@@ -83,6 +83,9 @@ func (s *Session) Run(ctx context.Context, call Call) (*Result, error) {
 		budget = s.cfg.Budget
 	}
 	if budget < 0 || (budget == 0 && call.Artifact == "") {
+		if s.limits().Set() {
+			return s.runWatched(ctx, call)
+		}
 		r, err := s.newRunner(call)
 		if err != nil {
 			return nil, err
@@ -261,6 +264,8 @@ func (r *runner) pipeline(ctx context.Context, parts []*syntax.Stmt) (stop bool,
 }
 
 func (r *runner) decide(ctx context.Context, step Step) Verdict {
+	r.s.questions.Add(1) // it may wait for an answer: the call's limits count that as output
+	defer r.s.questions.Add(-1)
 	return r.s.gate.Decide(ctx, step)
 }
 
@@ -421,8 +426,8 @@ func (r *runner) builtin(step Step, effects []string) (done, stop bool) {
 	default:
 		return false, false
 	}
-	if r.call.Live != nil && res.Stderr.Text != "" {
-		r.call.Live(step.Index, 2, []byte(res.Stderr.Text))
+	if res.Stderr.Text != "" {
+		r.out(nil, step.Index, 2, []byte(res.Stderr.Text), 0)
 	}
 	r.status = res.Status
 	r.addStep(res)
@@ -506,12 +511,39 @@ func (r *runner) startRunning(steps []Step, heads []StepResult) *running {
 		if step < 0 || step >= len(run.outs) || (fd != 1 && fd != 2) {
 			return
 		}
-		run.outs[step][fd-1].Write(data)
-		if r.call.Live != nil {
-			r.call.Live(steps[step].Index, fd, data)
-		}
+		r.out(run.outs[step][fd-1], steps[step].Index, fd, data, 0)
 	}
 	return run
+}
+
+// out takes a chunk of a step's output (step index, fd 1 or 2): into w, the step's window
+// (nil: a text the step's result holds whole), and for a job into its artifact from byte
+// skip on (what the artifact already holds is not written again), both at one moment with
+// respect to the job's end, so that a killed job's window and artifact count the same bytes;
+// then to the call's Live. A job that has ended takes no more output.
+func (r *runner) out(w *output.Window, index, fd int, data []byte, skip int) {
+	skip = min(max(skip, 0), len(data))
+	if j := r.job; j != nil {
+		j.last.Store(time.Now().UnixNano())
+		j.mu.Lock()
+		if j.end != nil {
+			j.mu.Unlock()
+			return
+		}
+		if w != nil {
+			w.Write(data)
+		}
+		if j.artifact != nil && skip < len(data) {
+			j.artifact.write(data[skip:])
+			j.written.Store(j.artifact.written)
+		}
+		j.mu.Unlock()
+	} else if w != nil {
+		w.Write(data)
+	}
+	if r.call.Live != nil && skip < len(data) {
+		r.call.Live(index, fd, data[skip:])
+	}
 }
 
 func (r *runner) stopRunning() {

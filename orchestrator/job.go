@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/paddockhq/paddock/orchestrator/output"
 )
 
 // Job is a call of the bash tool that goes on past its blocking budget. It ends exactly
@@ -19,16 +21,19 @@ type Job struct {
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
-	end      *Result        // guarded by mu; set once
-	err      error          // guarded by mu
-	artifact *os.File       // guarded by mu
-	state    JobState       // guarded by mu: where the job is
-	persist  func(JobState) // guarded by mu: set by Persist
-	forgets  []forgotten    // guarded by mu: execs to forget after the next checkpoint
-	written  atomic.Int64   // bytes in the artifact
-	saving   sync.Mutex     // one save of the state at a time, in order
+	end      *Result         // guarded by mu; set once
+	err      error           // guarded by mu
+	artifact *artifact       // guarded by mu; nil once the job ended
+	report   *ArtifactReport // guarded by mu: the artifact's, at the end
+	state    JobState        // guarded by mu: where the job is
+	persist  func(JobState)  // guarded by mu: set by Persist
+	forgets  []forgotten     // guarded by mu: execs to forget after the next checkpoint
+	written  atomic.Int64    // bytes written to the artifact (kept or dropped)
+	last     atomic.Int64    // when the job last printed, in Unix nanoseconds
+	saving   sync.Mutex      // one save of the state at a time, in order
 	done     chan struct{}
 	start    time.Time
+	cap      int64 // the artifact's cap; 0: none
 }
 
 // ID returns the job's id.
@@ -47,7 +52,11 @@ func (j *Job) Result() *Result {
 	if j.end != nil {
 		return j.end
 	}
-	return j.r.snapshot()
+	res := j.r.snapshot()
+	if j.artifact != nil {
+		res.Saved = j.artifact.report()
+	}
+	return res
 }
 
 // Wait waits for the job's end, or for ctx.
@@ -65,7 +74,10 @@ func (j *Job) Wait(ctx context.Context) (*Result, error) {
 // Kill ends a live job at once, as killed, with the output it has; its process groups are
 // then signalled (TERM, then KILL after the kernel's grace). Killing an ended job does
 // nothing.
-func (j *Job) Kill() {
+func (j *Job) Kill() { j.kill(End{Kind: Killed, Status: 137}) }
+
+// kill ends a live job at once with end (a kill: Killed), as Kill does.
+func (j *Job) kill(end End) {
 	j.mu.Lock()
 	if j.end != nil {
 		j.mu.Unlock()
@@ -75,18 +87,33 @@ func (j *Job) Kill() {
 	for i := range res.Steps {
 		res.Steps[i].Running = false
 	}
-	res.End = End{Kind: Killed, Status: 137, Job: j.id}
-	j.settle(res, nil)
+	end.Job = j.id
+	res.End = end
+	art := j.settle(res, nil)
 	j.mu.Unlock()
 	j.cancel()
+	j.close(art)
 }
 
-// settle ends the job; the caller holds mu.
-func (j *Job) settle(res *Result, err error) {
+// settle ends the job and takes its artifact, for close; the caller holds mu.
+func (j *Job) settle(res *Result, err error) *artifact {
+	art := j.artifact
+	j.artifact = nil
+	if art != nil {
+		j.report = art.report()
+		res.Saved = j.report
+	}
 	j.end, j.err = res, err
-	if j.artifact != nil {
-		j.artifact.Close()
-		j.artifact = nil
+	return art
+}
+
+// close puts the ended job's artifact in order, then tells the job's end. A reader that
+// waited for the end finds the file whole.
+func (j *Job) close(art *artifact) {
+	if art != nil {
+		if err := art.finish(); err != nil {
+			j.r.s.log.Error("job artifact not put in order", "job", j.id, "file", art.path, "err", err)
+		}
 	}
 	close(j.done)
 }
@@ -94,20 +121,31 @@ func (j *Job) settle(res *Result, err error) {
 // finish is the script's own end; after a kill it changes nothing.
 func (j *Job) finish(res *Result, err error) {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if j.end != nil {
+		j.mu.Unlock()
 		return
 	}
-	j.settle(res, err)
+	art := j.settle(res, err)
+	j.mu.Unlock()
+	j.close(art)
 }
 
-// write keeps output in the artifact file, until the end.
-func (j *Job) write(p []byte) {
+// artifactReport says what the artifact holds so far; nil without one.
+func (j *Job) artifactReport() *ArtifactReport {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.artifact != nil && j.end == nil {
-		n, _ := j.artifact.Write(p)
-		j.written.Add(int64(n))
+	if j.artifact != nil {
+		return j.artifact.report()
+	}
+	return j.report
+}
+
+// readArtifact writes to w what the artifact holds of the output's n bytes from off.
+func (j *Job) readArtifact(w io.Writer, off, n int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.artifact != nil {
+		j.artifact.readAt(w, off, n)
 	}
 }
 
@@ -189,25 +227,19 @@ func (s *Session) startJob(call Call) (*Job, error) {
 	s.jobs.next++
 	id := fmt.Sprintf("%s-j%d", s.id, s.jobs.next)
 	s.jobs.mu.Unlock()
-	j := &Job{id: id, script: call.Script, done: make(chan struct{}), start: time.Now()}
+	j := &Job{id: id, script: call.Script, done: make(chan struct{}), start: time.Now(), cap: s.cfg.ArtifactBytes}
+	j.last.Store(j.start.UnixNano())
 	if call.Artifact != "" {
-		f, err := os.OpenFile(call.Artifact, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		a, err := createArtifact(call.Artifact, output.Spill{Cap: j.cap})
 		if err != nil {
 			return nil, fmt.Errorf("job %s: artifact: %w", id, err)
 		}
-		j.artifact = f
-	}
-	live := call.Live
-	call.Live = func(step, fd int, data []byte) {
-		j.write(data)
-		if live != nil {
-			live(step, fd, data)
-		}
+		j.artifact = a
 	}
 	r, err := s.newRunner(call)
 	if err != nil {
 		if j.artifact != nil {
-			j.artifact.Close()
+			j.artifact.f.Close()
 		}
 		return nil, err
 	}
@@ -230,6 +262,7 @@ func (s *Session) finishJob(j *Job, r *runner, ctx context.Context) {
 		res.End = End{Kind: Failed, Status: 1, Message: err.Error(), Job: j.id}
 		err = nil
 	}
+	res.Saved = j.artifactReport()
 	r.checkpoint(JobState{Stmt: -1, Ended: true, Result: res})
 	j.finish(res, err)
 }

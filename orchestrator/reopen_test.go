@@ -134,7 +134,13 @@ func TestReopenTakesUpJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	art := filepath.Join(state, "job.out")
-	src := "cd sub; export GREETING=hi; sh -c 'for i in $(seq 1 40); do echo line$i; sleep 0.02; done'; echo $GREETING $PWD > ../after.txt; echo end"
+	// The exec prints its lines in three parts; after each of the first two it makes the file
+	// partK and waits for goK, which the test makes once that host has died and another took
+	// the job up: each host dies within the exec, after some of its output, however slow the
+	// machine.
+	src := "cd sub; export GREETING=hi; sh -c 'for i in $(seq 1 20); do echo line$i; done; : > ../part1; while [ ! -e ../go1 ]; do sleep 0.01; done; " +
+		"for i in $(seq 21 30); do echo line$i; done; : > ../part2; while [ ! -e ../go2 ]; do sleep 0.01; done; " +
+		"for i in $(seq 31 40); do echo line$i; done'; echo $GREETING $PWD > ../after.txt; echo end"
 	res, err := s.Run(ctx, Call{Script: src, Budget: 150 * time.Millisecond, Artifact: art})
 	if err != nil || res.End.Kind != Detached {
 		t.Fatalf("%v %+v", err, res.End)
@@ -144,7 +150,7 @@ func TestReopenTakesUpJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Two hosts die in turn, each while the job's exec runs; the third sees its end.
-	for range 2 {
+	for k := 1; k <= 2; k++ {
 		var dead atomic.Bool
 		var mu sync.Mutex
 		var last JobState
@@ -155,20 +161,19 @@ func TestReopenTakesUpJobs(t *testing.T) {
 				mu.Unlock()
 			}
 		})
-		// Once the job's exec runs, and has written some of its output, the host dies: its
+		// Once the job's exec runs, and has written part k of its output, the host dies: its
 		// connection ends, and nothing it holds counts any more.
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 			mu.Lock()
 			running := last.Exec != ""
 			mu.Unlock()
-			if running {
+			if _, err := os.Stat(filepath.Join(ws, fmt.Sprintf("part%d", k))); err == nil && running {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatal("the job's exec did not start")
+				t.Fatalf("the job's exec did not write part %d", k)
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
 		mu.Lock()
 		dead.Store(true)
 		js := last
@@ -181,6 +186,7 @@ func TestReopenTakesUpJobs(t *testing.T) {
 		if j, err = s.Job(js.ID); err != nil {
 			t.Fatal(err)
 		}
+		os.WriteFile(filepath.Join(ws, fmt.Sprintf("go%d", k)), nil, 0o644)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

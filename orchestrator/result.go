@@ -22,6 +22,9 @@ type Result struct {
 	Grammar string       `json:"grammar"` // steps or exec
 	Steps   []StepResult `json:"steps"`   // every step that ran, in order
 	End     End          `json:"end"`
+	// Saved, for a job whose output went to a file (its artifact), says what the file holds
+	// of it.
+	Saved *ArtifactReport `json:"saved,omitempty"`
 }
 
 // StepResult is one step that ran.
@@ -69,6 +72,10 @@ func (r *Result) String() string {
 			fmt.Fprintf(&b, "[exit status %d]\n", s.Status)
 		}
 	}
+	if a := r.Saved.String(); a != "" {
+		b.WriteString(a)
+		b.WriteByte('\n')
+	}
 	b.WriteString(r.End.String())
 	b.WriteByte('\n')
 	return b.String()
@@ -80,7 +87,14 @@ func (e End) String() string {
 	case Detached:
 		return fmt.Sprintf("[detached: still running as job %s]", e.Job)
 	case Killed:
-		return fmt.Sprintf("[job %s killed]", e.Job)
+		what := "job " + e.Job
+		if e.Job == "" {
+			what = "the script"
+		}
+		if e.Message != "" {
+			return fmt.Sprintf("[%s killed: %s]", what, e.Message)
+		}
+		return fmt.Sprintf("[%s killed]", what)
 	case Failed:
 		return fmt.Sprintf("[failed: %s]", e.Message)
 	case Exited:

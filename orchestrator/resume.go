@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/paddockhq/paddock/orchestrator/output"
 	"github.com/paddockhq/paddock/script"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/wire"
@@ -26,10 +25,12 @@ import (
 
 // JobState is where a job is: enough for a new host to take it up again.
 type JobState struct {
-	ID       string    `json:"id"`
-	Script   string    `json:"script"`
-	Artifact string    `json:"artifact,omitempty"`
-	Started  time.Time `json:"started"`
+	ID       string `json:"id"`
+	Script   string `json:"script"`
+	Artifact string `json:"artifact,omitempty"`
+	// ArtifactCap is the artifact's cap (output.artifactBytes when the job started); 0: none.
+	ArtifactCap int64     `json:"artifactCap,omitempty"`
+	Started     time.Time `json:"started"`
 	// Stmt is the index of the step whose statement runs or is about to be decided (a
 	// pipeline's first step).
 	Stmt int `json:"stmt"`
@@ -130,7 +131,7 @@ func (r *runner) checkpoint(st JobState) {
 	if j == nil {
 		return
 	}
-	st.ID, st.Script, st.Artifact, st.Started = j.id, j.script, r.call.Artifact, j.start
+	st.ID, st.Script, st.Artifact, st.ArtifactCap, st.Started = j.id, j.script, r.call.Artifact, j.cap, j.start
 	st.Cwd, st.Status = r.cwd, r.status
 	for k, v := range r.vars {
 		st.Vars = append(st.Vars, Var{Name: k, Value: v.Str, Exported: v.Exported})
@@ -273,40 +274,57 @@ func Reopen(ctx context.Context, cfg Config, k transport.Kernel, jobs []Restore)
 		s.Close()
 		return nil, fmt.Errorf("session %s: the reattached kernel did not answer: %w", s.id, err)
 	}
+	s.holdUntilReady()
 	for _, t := range goOn {
 		s.goOn(t.j, t.r)
 	}
 	return s, nil
 }
 
+// DefaultAttachGrace is how long a question waits for a client after a session is taken up
+// again, when Config.AttachGrace does not say.
+const DefaultAttachGrace = 30 * time.Second
+
+// holdUntilReady has the clients of a session taken up again, once Ready, AttachGrace to
+// attach: a question that finds none meanwhile waits for one.
+func (s *Session) holdUntilReady() {
+	if s.cfg.Ready == nil {
+		return
+	}
+	grace := s.cfg.AttachGrace
+	if grace <= 0 {
+		grace = DefaultAttachGrace
+	}
+	s.attachBy.Store(time.Now().Add(grace).UnixNano()) // until Ready, and the grace after it
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-s.cfg.Ready:
+			s.attachBy.Store(time.Now().Add(grace).UnixNano())
+		case <-s.life.Done():
+		}
+	}()
+}
+
 // restoreJob makes a job from its state: its runner where the state says, its artifact
 // appended to.
 func (s *Session) restoreJob(js JobState, live func(step, fd int, data []byte)) (*Job, *runner, error) {
-	j := &Job{id: js.ID, script: js.Script, done: make(chan struct{}), start: js.Started}
+	j := &Job{id: js.ID, script: js.Script, done: make(chan struct{}), start: js.Started, cap: js.ArtifactCap}
+	j.last.Store(time.Now().UnixNano()) // its silence is counted from when it is taken up
 	if js.Artifact != "" {
-		f, err := os.OpenFile(js.Artifact, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		a, err := openArtifact(js.Artifact, output.Spill{Cap: js.ArtifactCap})
 		if err != nil {
 			return nil, nil, fmt.Errorf("job %s: artifact: %w", js.ID, err)
 		}
-		fi, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, nil, err
-		}
-		j.artifact = f
-		j.written.Store(fi.Size())
+		j.artifact = a
+		j.written.Store(a.written)
 	}
-	call := Call{Script: js.Script, Artifact: js.Artifact}
-	call.Live = func(step, fd int, data []byte) {
-		j.write(data)
-		if live != nil {
-			live(step, fd, data)
-		}
-	}
+	call := Call{Script: js.Script, Artifact: js.Artifact, Live: live}
 	r, err := s.newRunner(call)
 	if err != nil {
 		if j.artifact != nil {
-			j.artifact.Close()
+			j.artifact.f.Close()
 		}
 		return nil, nil, err
 	}
@@ -356,22 +374,18 @@ func (r *runner) adopt(js JobState, h wire.HeldExec) adopted {
 	pos := h.Skipped
 	if h.Skipped > 0 && len(run.outs) > 0 && r.call.Artifact != "" {
 		// What the kernel no longer kept is in the artifact, without its streams told
-		// apart: it counts as the first step's standard output.
-		if f, err := os.Open(r.call.Artifact); err == nil {
-			io.Copy(run.outs[0][0], io.NewSectionReader(f, js.At, min(h.Skipped, have)))
-			f.Close()
-		}
+		// apart: it counts as the first step's standard output. (An artifact whose cap is
+		// below what the kernel keeps may have dropped some of it: those bytes are counted
+		// in the artifact's report, and are not in the window.)
+		r.job.readArtifact(run.outs[0][0], js.At, min(h.Skipped, have))
 	}
 	stream := func(step, fd int, data []byte) {
 		if step < 0 || step >= len(run.outs) || (fd != 1 && fd != 2) {
 			return
 		}
-		run.outs[step][fd-1].Write(data)
-		end := pos + int64(len(data))
-		if end > have && r.call.Live != nil {
-			r.call.Live(steps[step].Index, fd, data[max(0, have-pos):])
-		}
-		pos = end
+		skip := int(min(max(have-pos, 0), int64(len(data))))
+		pos += int64(len(data))
+		r.out(run.outs[step][fd-1], steps[step].Index, fd, data, skip)
 	}
 	// The messages the host writes itself after the reply (a redirection that failed) count
 	// on from the exec's output: one an earlier host wrote is not written again.
@@ -383,10 +397,19 @@ func (r *runner) adopt(js JobState, h wire.HeldExec) adopted {
 func (s *Session) goOn(j *Job, r *runner) {
 	ctx, cancel := context.WithCancel(s.life)
 	j.cancel = cancel
+	s.watchJob(j)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
+		if s.cfg.Ready != nil {
+			// Taken up before its clients can attach: what it asks would go unanswered.
+			select {
+			case <-s.cfg.Ready:
+				j.last.Store(time.Now().UnixNano()) // its silence counts from here
+			case <-ctx.Done():
+			}
+		}
 		s.finishJob(j, r, ctx)
 	}()
 }

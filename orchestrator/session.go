@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddockhq/paddock/orchestrator/output"
@@ -55,6 +56,16 @@ type Config struct {
 	// Budget is how long a call blocks before it settles detached and goes on as a job;
 	// 0: calls block to their end.
 	Budget time.Duration
+	// NoOutputTimeout kills a call (a job, or a call that blocks to its end) that printed
+	// nothing for this long; a question of the session waiting for an answer counts as
+	// output, since the call waits with it. 0: never.
+	NoOutputTimeout time.Duration
+	// JobTimeout kills a call that has run this long, counted from its start (a job taken
+	// up again by a new host keeps its start). 0: never.
+	JobTimeout time.Duration
+	// ArtifactBytes caps a call's artifact (Call.Artifact): past it the file keeps the first
+	// and the last half of the cap and counts the bytes between as dropped. 0: no cap.
+	ArtifactBytes int64
 	// StateDir is where the session keeps its files (isolated children's clones); "": the
 	// system's temporary directory.
 	StateDir string
@@ -76,6 +87,14 @@ type Config struct {
 	// transports only; see transport.Spec).
 	Listen string
 	Key    string
+	// Ready, for a session taken up again (Reopen, ReopenChild, ReopenRun), holds the jobs it
+	// takes up until it is closed: until then no client can attach to answer what they ask
+	// (a daemon closes it once it listens). nil: they go on at once.
+	Ready <-chan struct{}
+	// AttachGrace is how long, from Ready, a question that finds no client in its chain waits
+	// for one to attach, as a restarted daemon's clients reconnect, before it is unanswered;
+	// 0: DefaultAttachGrace.
+	AttachGrace time.Duration
 
 	parent *Session // set by Spawn
 	name   string
@@ -103,6 +122,9 @@ type Session struct {
 	life  context.Context // ends when the session closes: the lifetime of its jobs
 	end   context.CancelFunc
 	wg    sync.WaitGroup // the jobs' goroutines
+
+	questions atomic.Int32 // questions of the session (and gatekeepers' decisions) under way
+	attachBy  atomic.Int64 // Unix nanoseconds: until then a question with no client waits for one
 
 	mu     sync.Mutex
 	c      *conn // guarded by mu; replaced after a protocol fault

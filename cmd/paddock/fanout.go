@@ -213,7 +213,11 @@ func fanoutEmbedded(ctx context.Context, cmd *cobra.Command, workspaceDir, state
 			return nil, err
 		}
 	}
-	cfg := orchestrator.Config{Workspace: workspaceDir, Limit: l.Settings.Output, Policy: pol, StateDir: stateDir}
+	timeout, err := jobTimeout(l)
+	if err != nil {
+		return nil, err
+	}
+	cfg := orchestrator.Config{Workspace: workspaceDir, Limit: l.Settings.Output.Limit, Policy: pol, StateDir: stateDir, JobTimeout: timeout}
 	if _, err := tf.configure(ctx, &cfg, &l.Settings); err != nil {
 		return nil, err
 	}

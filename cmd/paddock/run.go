@@ -25,6 +25,7 @@ var runKeys = map[string]string{
 	"max-lines":    "output.lines",
 	"keep":         "output.mode",
 	"auto-effects": "shell.autoEffects",
+	"job-timeout":  "shell.jobTimeout",
 }
 
 // handedBack is a transport that hands a copied workspace back when its kernel ends.
@@ -71,7 +72,11 @@ PADDOCK_HOST) the session is opened in that daemon instead, with the same flags.
 			if err != nil {
 				return err
 			}
-			cfg := orchestrator.Config{Workspace: workspace, Limit: l.Settings.Output, Policy: pol}
+			timeout, err := jobTimeout(l)
+			if err != nil {
+				return err
+			}
+			cfg := orchestrator.Config{Workspace: workspace, Limit: l.Settings.Output.Limit, Policy: pol, JobTimeout: timeout}
 			notice, err := tf.configure(ctx, &cfg, &l.Settings)
 			if err != nil {
 				return err
@@ -136,6 +141,7 @@ PADDOCK_HOST) the session is opened in that daemon instead, with the same flags.
 	f.Int("max-lines", def.Lines, "lines of each step's output kept in the result (0: all)")
 	f.String("keep", def.Mode.String(), "which end of a long output the result keeps: head or tail")
 	f.StringSlice("auto-effects", nil, "effects a step may have and still run unasked (default: every effect but secret)")
+	f.String("job-timeout", "", "kill the script once it has run this long, e.g. 30m (default: shell.jobTimeout, none)")
 	tf.register(f)
 	return cmd
 }

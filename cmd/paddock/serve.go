@@ -198,7 +198,12 @@ func configureSession(ctx context.Context, req api.OpenRequest) (daemon.Opened, 
 	if req.BlockingBudget != "" {
 		budget = req.BlockingBudget
 	}
-	o := daemon.Opened{Config: orchestrator.Config{Workspace: req.Workspace, Limit: l.Settings.Output, Policy: pol}}
+	timeout, err := jobTimeout(l)
+	if err != nil {
+		return daemon.Opened{}, err
+	}
+	o := daemon.Opened{Config: orchestrator.Config{Workspace: req.Workspace, Limit: l.Settings.Output.Limit, Policy: pol,
+		JobTimeout: timeout, ArtifactBytes: l.Settings.Output.ArtifactBytes}}
 	if budget != "" {
 		d, err := daemon.ParseDuration(budget)
 		if err != nil {
@@ -236,6 +241,7 @@ func registerRunSettings(fs *pflag.FlagSet) {
 	fs.Int("max-lines", def.Lines, "")
 	fs.String("keep", def.Mode.String(), "")
 	fs.StringSlice("auto-effects", nil, "")
+	fs.String("job-timeout", "", "")
 }
 
 // transportKind names a transport by its package: docker, local, wrapped, ssh.

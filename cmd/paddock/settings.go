@@ -6,10 +6,12 @@ import (
 	"maps"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/paddockhq/paddock/config"
+	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/place"
 	"github.com/paddockhq/paddock/policy"
@@ -45,6 +47,20 @@ func sessionPolicy(l *config.Loaded) (orchestrator.Policy, error) {
 		p.Rules = append(p.Rules, policy.ShellRule{Action: a, Prefix: strings.Fields(r.Command), Source: l.Sources["shell.rules"]})
 	}
 	return p, nil
+}
+
+// jobTimeout reads shell.jobTimeout: a duration such as 30m, or a bare number of seconds; ""
+// or "-1": none.
+func jobTimeout(l *config.Loaded) (time.Duration, error) {
+	v := l.Settings.Shell.JobTimeout
+	if v == "" {
+		return 0, nil
+	}
+	d, err := daemon.ParseDuration(v)
+	if err != nil {
+		return 0, &usageError{msg: "shell.jobTimeout: " + err.Error()}
+	}
+	return max(d, 0), nil
 }
 
 // withKeys joins flag-to-key bindings.

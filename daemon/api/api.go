@@ -144,6 +144,10 @@ type Job struct {
 	// Lost: the job's kernel ended with a daemon that was killed; its artifact holds the
 	// output it had produced by then.
 	Lost bool `json:"lost,omitempty"`
+	// Saved says what the artifact holds of the job's output (as the result's saved does;
+	// for a lost job, which has no result, only here): past output.artifactBytes its first and
+	// last bytes, and how many between them it dropped.
+	Saved *orchestrator.ArtifactReport `json:"saved,omitempty"`
 }
 
 // SpawnRequest spawns a child.
