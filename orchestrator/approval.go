@@ -266,6 +266,17 @@ func (cl *clients) snapshot() []Client {
 }
 
 // chain is the session and its ancestors, up to the root.
+// firstRoute is where a question of this session's would go first, as its clients stand
+// now.
+func (s *Session) firstRoute() policy.RouteKind {
+	chain := s.chain()
+	presence := make([]policy.Presence, len(chain))
+	for i, x := range chain {
+		presence[i] = x.clients.presence()
+	}
+	return policy.NextRoute(presence, 0).Kind
+}
+
 func (s *Session) chain() []*Session {
 	var out []*Session
 	for x := s; x != nil; x = x.parent {

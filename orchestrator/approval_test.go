@@ -361,3 +361,61 @@ func TestFileAccessAsks(t *testing.T) {
 		t.Fatalf("questions %+v", qs)
 	}
 }
+
+// An "always" covers the same command with no effect beyond those the person saw: after an
+// always for touch one (write), touch two runs unasked, but touch .git/hooks/x (protected)
+// and rm -rf .git are asked — refused, nobody being attached any more.
+// law: gate_needs_yes
+func TestAlwaysCoversWhatWasSeen(t *testing.T) {
+	auto, _ := policy.ParseAutoSet([]string{"read"})
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755)
+	s := openLocal(t, ws, Config{Policy: Policy{Auto: &auto}})
+	var once sync.Once
+	detach := s.Attach(&funcClient{kind: Interactive, notify: func(e Event) {
+		if e.Kind == EventQuestion {
+			once.Do(func() { go s.Answer(e.Question.ID, Answer{Approve: true, ForSession: true, Client: "always"}) })
+		}
+	}})
+	ctx := context.Background()
+	if res, err := s.Bash(ctx, "touch one"); err != nil || res.End.Kind != Finished {
+		t.Fatalf("%v %s", err, res)
+	}
+	detach()
+	if res, err := s.Bash(ctx, "touch two"); err != nil || res.End.Kind != Finished {
+		t.Fatalf("the same command and effects: %v %s", err, res)
+	}
+	for _, script := range []string{"touch .git/hooks/pre-commit", "touch /tmp/outside-" + filepath.Base(ws), "rm -rf .git"} {
+		res, err := s.Bash(ctx, script)
+		if err != nil || res.End.Kind != Refused || res.End.Code != "unanswered" {
+			t.Errorf("%s: %v %s", script, err, res)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".git", "hooks", "pre-commit")); err == nil {
+		t.Error("a hook was written under an always given for touch one")
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".git")); err != nil {
+		t.Error(".git was removed under an always given for touch one")
+	}
+}
+
+// A trusted allow rule never takes the gateway rule's place: in a session whose only client
+// is a gateway, touch of a hook is refused by the gateway rule though a rule allows touch;
+// an ordinary touch runs.
+// law: gateway_refuses_protected
+func TestAllowRuleYieldsToGateway(t *testing.T) {
+	auto, _ := policy.ParseAutoSet([]string{"read"})
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755)
+	rules := []policy.ShellRule{{Action: policy.AllowRule, Prefix: []string{"touch"}, Source: "settings"}}
+	s := openLocal(t, ws, Config{Policy: Policy{Auto: &auto, Rules: rules}})
+	s.Attach(&funcClient{kind: Gateway, notify: func(Event) {}})
+	ctx := context.Background()
+	res, err := s.Bash(ctx, "touch .git/hooks/pre-commit")
+	if err != nil || res.End.Kind != Refused || res.End.Code != "gateway_refused" {
+		t.Fatalf("%v %s", err, res)
+	}
+	if res, err := s.Bash(ctx, "touch a"); err != nil || res.End.Kind != Finished {
+		t.Fatalf("%v %s", err, res)
+	}
+}

@@ -98,14 +98,14 @@ func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 	g.mu.Lock()
 	rules := append(slices.Clone(g.rules), g.sessionRules...)
 	g.mu.Unlock()
-	action, rule := matchAll(rules, prefixes)
+	verdict, rule := policy.Decide(e, g.auto, rules, prefixes, g.s.firstRoute())
 	rec := auditRecord{Session: g.s.id, Subagent: g.s.name, Step: step.Index, Command: step.Command, Effects: e.Strings(), Rule: ruleText(rule)}
 	v := Verdict{Effects: e.Strings()}
-	switch policy.Gate(e, g.auto, action) {
+	switch verdict {
 	case policy.RunNow:
 		v.Run = true
 		rec.DecidedBy, rec.Outcome = "auto", "run"
-		if action == policy.AllowRule {
+		if rule != nil && rule.Action == policy.AllowRule {
 			rec.DecidedBy = "rule"
 		}
 	case policy.Refuse:
@@ -121,7 +121,8 @@ func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 		rec.Question, rec.DecidedBy, rec.At, rec.By, rec.Outcome = q.ID, r.Outcome, r.At, r.By, r.Outcome
 		if r.Run && r.Answer.ForSession && !step.Shell && len(step.Argv) > 0 {
 			g.mu.Lock()
-			g.sessionRules = append(g.sessionRules, policy.ShellRule{Action: policy.AllowRule, Prefix: sessionPrefix(step.Argv), Source: "session"})
+			g.sessionRules = append(g.sessionRules, policy.ShellRule{Action: policy.AllowRule, Prefix: sessionPrefix(step.Argv), Source: "session",
+				Bounded: true, Within: e})
 			g.mu.Unlock()
 		}
 		if !v.Run {
@@ -131,26 +132,6 @@ func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 	}
 	g.s.audit.record(rec)
 	return v
-}
-
-// matchAll matches the rules against every command of a step: a deny or an ask of any part
-// decides; an allow only when every part is allowed.
-func matchAll(rules []policy.ShellRule, prefixes [][]string) (policy.RuleAction, *policy.ShellRule) {
-	best, which := policy.NoRule, (*policy.ShellRule)(nil)
-	allowed := 0
-	for _, p := range prefixes {
-		a, r := policy.MatchRules(rules, p)
-		if a == policy.AllowRule {
-			allowed++
-		}
-		if a > best {
-			best, which = a, r
-		}
-	}
-	if best == policy.AllowRule && allowed != len(prefixes) {
-		return policy.NoRule, nil
-	}
-	return best, which
 }
 
 // partPrefixes lists the literal leading words of every command a script holds.

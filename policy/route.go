@@ -81,7 +81,15 @@ type ShellRule struct {
 	Action RuleAction
 	Prefix []string // e.g. ["go", "test"]
 	Source string   // where the rule came from: a settings file, "session"
+	// Bounded rules cover only steps whose effects Within holds: the "always" a person gave
+	// to a step covers the same command with no effect beyond those they saw (an always for
+	// rm x is not one for rm -rf .git). A trusted rule from the settings is not bounded.
+	Bounded bool
+	Within  Effects
 }
+
+// Covers reports whether the rule may decide a step with effects e.
+func (r ShellRule) Covers(e Effects) bool { return !r.Bounded || e&^r.Within == 0 }
 
 // String writes the rule as settings spell it.
 func (r ShellRule) String() string {
@@ -140,6 +148,43 @@ const (
 
 func (v Verdict) String() string {
 	return [...]string{"run", "ask", "refuse"}[v]
+}
+
+// Decide is how a step fares before anyone is asked, from its effects, the rules and the
+// auto set, and where its question would go first (first: NextRoute's kind for the step's
+// session). parts are the leading words of every command the step runs: a deny or an ask
+// matching any part decides; an allow only when it matches every part. A bounded rule
+// decides only a step its effects cover. An allow rule never takes the gateway rule's place:
+// where the gateway rule would answer, a step with an effect it refuses takes the route.
+// The rule returned is the one that decided (nil: none did).
+//
+// Laws: secret never runs unasked (auto_never_sensitive); a step runs unasked only within
+// the auto set or by an allow rule that covers it (gate_needs_yes); the gateway rule refuses
+// what it refuses whatever the rules (gateway_refuses_protected, gateway_refuses_secret).
+func Decide(e Effects, auto AutoSet, rules []ShellRule, parts [][]string, first RouteKind) (Verdict, *ShellRule) {
+	best, which := NoRule, (*ShellRule)(nil)
+	allowed := 0
+	for _, p := range parts {
+		a, r := NoRule, -1
+		for i, rule := range rules {
+			if rule.Matches(p) && rule.Covers(e) && rule.Action > a {
+				a, r = rule.Action, i
+			}
+		}
+		if a == AllowRule {
+			allowed++
+		}
+		if a > best {
+			best, which = a, &rules[r]
+		}
+	}
+	if best == AllowRule && allowed != len(parts) {
+		best, which = NoRule, nil
+	}
+	if best == AllowRule && first == ByGateway && e&GatewayRefuses != 0 {
+		return AskFirst, which
+	}
+	return Gate(e, auto, best), which
 }
 
 // Gate decides a step before anyone is asked: a deny rule refuses it; an ask rule asks; an
