@@ -76,7 +76,9 @@ func TestDecideNeedsYes(t *testing.T) {
 		covering := func(a RuleAction, p []string) bool {
 			return slices.ContainsFunc(rules, func(ru ShellRule) bool { return ru.Action == a && ru.Matches(p) && ru.Covers(e) })
 		}
-		anyPart := func(a RuleAction) bool { return slices.ContainsFunc(parts, func(p []string) bool { return covering(a, p) }) }
+		anyPart := func(a RuleAction) bool {
+			return slices.ContainsFunc(parts, func(p []string) bool { return covering(a, p) })
+		}
 		everyPart := func(a RuleAction) bool {
 			return !slices.ContainsFunc(parts, func(p []string) bool { return !covering(a, p) })
 		}
