@@ -1,0 +1,169 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/paddockhq/paddock/policy"
+)
+
+// refuseStep refuses the step at index k (-1: none) and records which it was asked about.
+type refuseStep struct {
+	k     int
+	mu    sync.Mutex
+	asked []int
+}
+
+func (g *refuseStep) Decide(_ context.Context, st Step) Verdict {
+	g.mu.Lock()
+	g.asked = append(g.asked, st.Index)
+	g.mu.Unlock()
+	if st.Index == g.k {
+		return Verdict{Code: "denied", Message: "no"}
+	}
+	return Verdict{Run: true}
+}
+
+// law: gate_prefix, gate_deny_stops, gate_finish_runs_all
+// Over random scripts of steps joined by ;, &&, || and newlines, each leaving a mark, and a
+// random refusal point (or none): the steps that ran are the first steps of the script, in
+// order, up to the refusal; the refused step and every later one did not run; a script with
+// no refusal ran every step.
+func TestGateLawsRandomScripts(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	joins := []string{"; ", " && ", "\n"}
+	for n := range 40 {
+		dir := t.TempDir()
+		steps := 1 + r.IntN(6)
+		var b strings.Builder
+		for i := range steps {
+			if i > 0 {
+				b.WriteString(joins[r.IntN(len(joins))])
+			}
+			fmt.Fprintf(&b, "echo %d >> order", i)
+		}
+		k := r.IntN(steps+1) - 1 // -1: nothing refused
+		if k == steps-1 && r.IntN(2) == 0 {
+			k = -1
+		}
+		g := &refuseStep{k: k}
+		s := openLocal(t, dir, Config{Gatekeeper: g})
+		res, err := s.Bash(context.Background(), b.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(filepath.Join(dir, "order"))
+		want := steps
+		if k >= 0 {
+			want = k
+		}
+		var wantOrder strings.Builder
+		for i := range want {
+			fmt.Fprintf(&wantOrder, "%d\n", i)
+		}
+		if string(got) != wantOrder.String() || len(res.Steps) != want {
+			t.Fatalf("script %d %q refused at %d: ran %q (%d steps), want %q", n, b.String(), k, got, len(res.Steps), wantOrder.String())
+		}
+		if k >= 0 && (res.End.Kind != Refused || res.End.Step != k) {
+			t.Fatalf("script %d: end %+v, want refused at %d", n, res.End, k)
+		}
+		if k < 0 && res.End.Kind != Finished {
+			t.Fatalf("script %d: end %+v, want finished", n, res.End)
+		}
+		s.Close()
+	}
+}
+
+// law: outside_runs_only_by_the_gateway
+// A session whose only client is a gateway, with an auto set without outside: a write
+// outside every root, neither protected nor secret, runs — and only by the gateway rule:
+// with no client at all it is refused.
+func TestOutsideRunsOnlyByTheGateway(t *testing.T) {
+	auto, _ := policy.ParseAutoSet([]string{"read", "write"})
+	outside := t.TempDir()
+	for _, gateway := range []bool{true, false} {
+		audit := filepath.Join(t.TempDir(), "audit.jsonl")
+		s := openLocal(t, t.TempDir(), Config{Policy: Policy{Auto: &auto, AuditFile: audit}})
+		if gateway {
+			s.Attach(&funcClient{kind: Gateway, notify: func(Event) {}})
+		}
+		target := filepath.Join(outside, fmt.Sprintf("by-gateway-%v", gateway))
+		res, err := s.Bash(context.Background(), "touch "+target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, statErr := os.Stat(target)
+		b, _ := os.ReadFile(audit)
+		switch {
+		case gateway && (res.End.Kind != Finished || statErr != nil || !strings.Contains(string(b), `"decided_by":"gateway"`)):
+			t.Errorf("with a gateway: %s, %v\n%s", res, statErr, b)
+		case !gateway && (res.End.Kind != Refused || statErr == nil):
+			t.Errorf("with no client: %s, %v", res, statErr)
+		}
+	}
+}
+
+// law: guarded_refused_from_the_phone
+// A session whose only client is a gateway refuses a secret read at once, whatever the auto
+// set: the gateway is never shown a question.
+func TestGuardedRefusedFromThePhone(t *testing.T) {
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte("KEY\n"), 0o600)
+	for _, set := range [][]string{nil, {"read"}, {"read", "write", "exec", "net", "outside", "protected"}} {
+		auto, _ := policy.ParseAutoSet(set)
+		s := openLocal(t, t.TempDir(), Config{Env: []string{"PATH=/usr/bin:/bin", "HOME=" + home}, Policy: Policy{Auto: &auto}})
+		var shown atomic.Int32
+		s.Attach(&funcClient{kind: Gateway, notify: func(Event) { shown.Add(1) }})
+		res, err := s.Bash(context.Background(), "cat ~/.ssh/id_rsa")
+		if err != nil || res.End.Kind != Refused || res.End.Code != "gateway_refused" || strings.Contains(res.String(), "KEY") || shown.Load() != 0 {
+			t.Errorf("auto %v: %v %s (gateway shown %d events)", set, err, res, shown.Load())
+		}
+	}
+}
+
+// law: stream_settles_once, stream_settle_carries_all
+// A call whose output streams (Live) settles exactly once, at its end: nothing streams after
+// it settled, and its result carries every byte that streamed, in order, over random
+// outputs on both descriptors.
+func TestStreamSettlesOnceWithAll(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 17))
+	s := openLocal(t, t.TempDir(), Config{})
+	for range 15 {
+		n, m := r.IntN(200_000), r.IntN(5_000)
+		script := fmt.Sprintf("head -c %d /dev/urandom | base64; head -c %d /dev/urandom | base64 >&2", n, m)
+		var mu sync.Mutex
+		var live [2]strings.Builder
+		settled := false
+		late := false
+		res, err := s.Run(context.Background(), Call{Script: script, Live: func(_, fd int, data []byte) {
+			mu.Lock()
+			defer mu.Unlock()
+			late = late || settled
+			live[fd-1].Write(data)
+		}})
+		mu.Lock()
+		settled = true
+		mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut strings.Builder
+		for _, st := range res.Steps {
+			out.WriteString(st.Stdout.Text)
+			errOut.WriteString(st.Stderr.Text)
+		}
+		mu.Lock()
+		if late || out.String() != live[0].String() || errOut.String() != live[1].String() {
+			t.Fatalf("%s: late %v; stdout %d/%d bytes, stderr %d/%d", script, late, out.Len(), live[0].Len(), errOut.Len(), live[1].Len())
+		}
+		mu.Unlock()
+	}
+}
