@@ -38,7 +38,7 @@ func TestCommandOptions(t *testing.T) {
 		{"", "sed -ie s/a/b/ f", "read,write"}, // -i with suffix "e"; the script is an operand
 		{"", "sed -i s/a/b/ /tmp/f", "outside,read,write"},
 		{"", "sed -i s/a/b/ .git/config", "protected,read,write"},
-		{"", "sed -n /home/u/.ssh/id_ed25519", "exec,read"}, // the script "/home/…" is not safe
+		{"", "sed -n /home/u/.ssh/id_ed25519", "exec,read,secret"}, // the script "/home/…" is not safe, and names a secret
 		{"", "sed s/a/b/e f", "exec,read"},
 		{"", "sed 's/a/b/w out' f", "exec,read"},
 		{"", "sed -e p -e 'w out' f", "exec,read"},

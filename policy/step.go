@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -26,8 +27,10 @@ type Redirect struct {
 //   - the command's own effects, from the table (commands.go); a name with "/" or not in
 //     the table is exec;
 //   - an assignment makes the step exec;
-//   - every word that names a path that is or holds a secret adds secret; for a command
-//     that writes, a word outside the workspace adds outside and a protected one protected;
+//   - a path the command's rule takes from its words that is or holds a secret adds secret,
+//     and so does any word that names a secret whatever the command (anyWordSecret: echo ~
+//     names a directory that holds one, not a secret, and stays harmless); for a command that
+//     writes, a path outside the workspace adds outside and a protected one protected;
 //   - the working directory adds secret, when it is or holds one, to a command that reads
 //     it because it names no path (ls, du, find, rg, grep -r, tree, git ls-files, git grep);
 //   - each redirection adds the effects of its target (RedirectEffects).
@@ -49,11 +52,37 @@ func StepEffects(ctx *Context, s Step) Effects {
 		u := use{ctx: ctx, dir: "."}
 		evaluate(&u, s.Argv)
 		e |= u.own | ps.named(&u, u.own.Has(Write))
+		if !e.Has(Secret) && ps.anyWordSecret(s.Argv[1:], u.paths) {
+			e |= Secret
+		}
 	}
 	for _, r := range s.Redirects {
 		e |= ps.redirect(r)
 	}
 	return e
+}
+
+// anyWordSecret reports whether a word of a command names a path that is a secret (or lies
+// under one), whatever the command makes of it: the words of echo and printf reach xargs, sort
+// --files0-from and file -f through a pipe, and a program's own rule may take a word for an
+// option's value or pass over it. Each word counts as every path it may name (use.word),
+// and one that looks like an option also as it is, a path relative to the working directory
+// (cat -- -/../.ssh/id_rsa after mkdir -- -).
+// judged are the paths the command's rule already named, which need no second look.
+func (ps *paths) anyWordSecret(words, judged []string) bool {
+	u := use{dir: "."}
+	for _, w := range words {
+		u.word(w)
+		if len(w) > 1 && w[0] == '-' && w != "--" && strings.ContainsRune(w, '/') {
+			u.path(w)
+		}
+	}
+	for _, p := range u.paths {
+		if !slices.Contains(judged, p) && ps.facts(p, false).class == ClassSecret {
+			return true
+		}
+	}
+	return false
 }
 
 // named returns the effects of the paths a command names: secret for one that is or holds a

@@ -71,7 +71,7 @@ func TestStepWords(t *testing.T) {
 		// Words that name a secret add secret; a read outside the workspace is only read.
 		{"", "pwd", ""},
 		{"", "echo hi", ""},
-		{"", "echo /home/u/.ssh/id_ed25519", ""}, // echo's words are text
+		{"", "echo /home/u/.ssh/id_ed25519", "secret"}, // every word counts: it can reach xargs cat
 		{"", "cat src/main.go", "read"},
 		{"", "cat /home/u/.ssh/id_ed25519", "read,secret"},
 		{"", "cat keys/id_ed25519", "read,secret"},
@@ -82,7 +82,8 @@ func TestStepWords(t *testing.T) {
 		{"", "grep -r KEY /home/u", "read,secret"}, // holds a secret
 		{"", "grep KEY src/main.go", "read"},
 		{"", "stat /home/u", "read,secret"},
-		{"", "tr a-z /home/u/.ssh", "read"}, // character sets, no paths
+		{"", "tr a-z /home/u/.ssh", "read,secret"}, // a word naming a secret counts, whatever tr makes of it
+		{"", "tr a-z /home/u/docs", "read"},
 		// A command that writes: outside and protected words too.
 		{"", "rm -rf build", "write"},
 		{"", "rm -rf /tmp/x", "outside,write"},
@@ -292,4 +293,30 @@ func TestStepEphemeral(t *testing.T) {
 			t.Errorf("ephemeral %v: %s: %s, want %s", tc.ephemeral, tc.line, got, tc.want)
 		}
 	}
+}
+
+// Every word of a step counts: a word naming a secret gives the step secret whatever the
+// command, so the words of echo and printf that reach xargs, sort --files0-from or file -f
+// through a pipe are judged too; a word that looks like an option is judged as a path as it
+// is; words naming nothing secret add nothing.
+// law: secret_path_gives_secret, secret_needs_a_secret_path
+func TestEveryWordCounts(t *testing.T) {
+	runStepCases(t, testContext(), []stepCase{
+		{"", `printf %s\0 /home/u/.ssh/id_ed25519`, "secret"},
+		{"", "echo ../home/u/.ssh/id_ed25519", "secret"}, // from /ws, ../home/u/.ssh is the key
+		{"/home/u", "echo .ssh/id_ed25519", "secret"},
+		{"/home/u", "printf %s .netrc", "secret"},
+		{"", "xargs cat", "exec,read"},
+		{"", "sort --files0-from=-", "read"},
+		{"", "file -f -", "read"},
+		{"", "echo --key=/home/u/.ssh/id_ed25519", "secret"},
+		{"", "echo -f/home/u/.ssh/id_ed25519", "secret"},
+		{"/home/u/proj", "cat -- -/../../.ssh/id_ed25519", "read,secret"},
+		{"/home/u/proj", "echo -/../../.ssh", "secret"},
+		{"", "echo hello world", ""},
+		{"", "echo /home/u", ""}, // holds a secret, is none: a word of echo names it harmlessly
+		{"", "echo /home/u/.ssh", "secret"},
+		{"", "echo /home/u/docs/readme", ""},
+		{"", "echo --verbose -n", ""},
+	})
 }
