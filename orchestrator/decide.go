@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	"github.com/paddockhq/paddock/policy"
-	"github.com/paddockhq/paddock/script"
-	"mvdan.cc/sh/v3/syntax"
 )
 
 // Policy is what decides a session's steps: the facts the policy judges paths by, the auto
@@ -77,7 +75,7 @@ func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 	var prefixes [][]string
 	if step.Shell {
 		e = policy.Check(g.pctx, step.Script).Effects
-		prefixes = partPrefixes(step.Script)
+		prefixes = policy.Parts(step.Script)
 	} else {
 		e = policy.StepEffects(g.pctx, policy.Step{Argv: step.Argv, Assigns: step.Assigns, Redirects: step.Redirects, Cwd: step.Cwd})
 		prefixes = [][]string{step.Argv}
@@ -134,15 +132,6 @@ func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 	return v
 }
 
-// partPrefixes lists the literal leading words of every command a script holds.
-func partPrefixes(s *script.Script) [][]string {
-	var out [][]string
-	for _, st := range s.Steps {
-		out = append(out, literalWords(st))
-	}
-	return out
-}
-
 // sessionPrefix is what "allow for the rest of the session" allows: the command, and its
 // subcommand for tools that have them.
 func sessionPrefix(argv []string) []string {
@@ -175,21 +164,4 @@ func refusalGuidance(code string) string {
 		return "the step was cancelled before it was answered"
 	}
 	return ""
-}
-
-// literalWords are the leading words of a command that are literal text.
-func literalWords(st *syntax.Stmt) []string {
-	c, ok := st.Cmd.(*syntax.CallExpr)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for _, w := range c.Args {
-		s, ok := script.Literal(w)
-		if !ok {
-			break
-		}
-		out = append(out, s)
-	}
-	return out
 }

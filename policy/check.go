@@ -28,6 +28,10 @@ type StepVerdict struct {
 	Command string  `json:"command"`
 	Effects Effects `json:"effects"`
 	Asks    bool    `json:"asks"`
+	// Verdict is how the step fares before anyone is asked (Decide): run, ask or refuse.
+	Verdict Verdict `json:"verdict"`
+	// Rule is the shell rule that decided, when one did.
+	Rule string `json:"rule,omitempty"`
 	// Step is the step as it would run (its Argv holds the whole script for an exec step).
 	Step Step `json:"-"`
 }
@@ -46,18 +50,58 @@ func Check(ctx *Context, s *script.Script) Analysis {
 	if s.Grammar == script.Exec {
 		e := sh.execEffects(s)
 		step := Step{Argv: []string{"bash", "-c", s.Source}, Cwd: sh.cwd}
-		a.Steps = append(a.Steps, StepVerdict{Command: Quote(step.Argv), Effects: e, Asks: ctx.Auto.Decide(e) == Ask, Step: step})
+		a.Steps = append(a.Steps, verdict(ctx, StepVerdict{Command: Quote(step.Argv), Effects: e, Step: step}, Parts(s)))
 		a.Effects = e
 		return a
 	}
 	for _, st := range s.Steps {
 		step := sh.plan(st, sh.config())
 		e := StepEffects(ctx, step)
-		a.Steps = append(a.Steps, StepVerdict{Command: step.String(), Effects: e, Asks: ctx.Auto.Decide(e) == Ask, Step: step})
+		a.Steps = append(a.Steps, verdict(ctx, StepVerdict{Command: step.String(), Effects: e, Step: step}, [][]string{step.Argv}))
 		a.Effects |= e
 		sh.apply(step)
 	}
 	return a
+}
+
+// verdict decides a judged step as the bash tool does with nobody attached: by the rules
+// and the auto set (Decide); anything but run asks, or is refused by a deny rule.
+func verdict(ctx *Context, v StepVerdict, parts [][]string) StepVerdict {
+	d, rule := Decide(v.Effects, ctx.Auto, ctx.Rules, parts, AskClients)
+	v.Verdict, v.Asks = d, d != RunNow
+	if rule != nil {
+		v.Rule = rule.String()
+	}
+	return v
+}
+
+// Parts are the literal leading words of every command a script holds at its top level,
+// as the rules match them: a deny or an ask of any part decides, an allow only when it
+// matches every part.
+func Parts(s *script.Script) [][]string {
+	var out [][]string
+	for _, st := range s.Steps {
+		out = append(out, literalWords(st))
+	}
+	return out
+}
+
+// literalWords are a statement's leading literal words (none for other than a simple
+// command).
+func literalWords(st *syntax.Stmt) []string {
+	c, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, w := range c.Args {
+		s, ok := script.Literal(w)
+		if !ok {
+			break
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // String shows a step exactly as it runs: assignments, quoted words, then redirections.

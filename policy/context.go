@@ -48,6 +48,8 @@ type Context struct {
 	ToHost func(sandbox string) (host string, underMount bool)
 	// FS gives the path facts, on host paths. Nil: OSFS.
 	FS FS
+	// Rules are the trusted shell rules Check decides with, before the auto set.
+	Rules []ShellRule
 	// Auto is the auto set Check decides with. Its zero value grants nothing; use
 	// DefaultAutoSet() for the default.
 	Auto AutoSet

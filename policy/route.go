@@ -150,6 +150,9 @@ func (v Verdict) String() string {
 	return [...]string{"run", "ask", "refuse"}[v]
 }
 
+// MarshalText writes the verdict's name.
+func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
 // Decide is how a step fares before anyone is asked, from its effects, the rules and the
 // auto set, and where its question would go first (first: NextRoute's kind for the step's
 // session). parts are the leading words of every command the step runs: a deny or an ask

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -13,6 +12,7 @@ import (
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/policy"
 	"github.com/paddockhq/paddock/script"
+	"github.com/paddockhq/paddock/transport/environ"
 )
 
 func init() { commands = append(commands, newPolicyCmd) }
@@ -32,31 +32,24 @@ func newPolicyCmd() *cobra.Command {
 func newPolicyCheckCmd() *cobra.Command {
 	var (
 		workspace string
-		auto      string
 		asJSON    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "check [--workspace DIR] [--auto-effects LIST] [--json] -- SCRIPT",
 		Short: "Print each step of a script with its effects and whether it runs unasked",
-		Long: `Check judges a script without running it, as the bash tool would: each step's words are
-expanded over this process's environment in the current directory, and each step gets its
-effects (read, write, exec, net, outside, protected, secret) and "run" when every effect is in
-the auto set, else "ask". A script outside the step grammar is one exec step.
+		Long: `Check judges a script without running it, as paddock run would with nobody attached:
+each step's words are expanded over this process's environment (less credentials) in the
+current directory, each step gets its effects (read, write, exec, net, outside, protected,
+secret), and the same settings as run's decide it: the shell rules (deny, ask, allow) and the
+auto set (shell.autoEffects from the global settings, PADDOCK_SHELL_AUTOEFFECTS, or
+--auto-effects). Its verdict is "run", "ask" (paddock run refuses it as unanswered when nobody
+is attached) or "refuse" (a deny rule). A script outside the step grammar is one exec step.
 
-The workspace root is the current directory unless --workspace names one. The auto set is
-every effect but secret unless --auto-effects gives a comma-separated list (secret cannot be
-in it). With --json the result is one object:
-{"grammar": "steps"|"exec", "steps": [{"command", "effects", "asks"}], "effects": [...]}.`,
+The workspace root is the current directory unless --workspace names one. With --json the
+result is one object: {"grammar": "steps"|"exec", "steps": [{"command", "effects", "asks",
+"verdict", "rule"}], "effects": [...]}.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			set := policy.DefaultAutoSet()
-			if cmd.Flags().Changed("auto-effects") {
-				s, err := policy.ParseAutoSet(strings.Split(auto, ","))
-				if err != nil {
-					return &usageError{msg: "--auto-effects: " + err.Error()}
-				}
-				set = s
-			}
 			wd, err := os.Getwd()
 			if err != nil {
 				return err
@@ -68,11 +61,21 @@ in it). With --json the result is one object:
 			if err != nil {
 				return err
 			}
+			// The settings, rules and environment paddock run would judge the script with.
+			l, err := loadSettings(root, cmd.Flags(), map[string]string{"auto-effects": "shell.autoEffects"}, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			pol, err := sessionPolicy(l)
+			if err != nil {
+				return err
+			}
 			sc, err := script.Parse(args[0])
 			if err != nil {
 				return err
 			}
-			ctx := &policy.Context{Cwd: wd, Env: os.Environ(), Roots: []string{root}, Auto: set, Own: orchestrator.OwnPlaces(orchestrator.Config{})}
+			ctx := &policy.Context{Cwd: wd, Env: environ.Local(os.Environ()), Roots: []string{root}, Settings: pol.Settings,
+				Auto: *pol.Auto, Rules: pol.Rules, Own: orchestrator.OwnPlaces(orchestrator.Config{Policy: pol})}
 			a := policy.Check(ctx, sc)
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -84,7 +87,7 @@ in it). With --json the result is one object:
 		},
 	}
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the workspace root (default: the current directory)")
-	cmd.Flags().StringVar(&auto, "auto-effects", policy.DefaultAutoSet().String(), "the effects a step may have and still run unasked, comma-separated")
+	cmd.Flags().String("auto-effects", policy.DefaultAutoSet().String(), "the effects a step may have and still run unasked, comma-separated (default: shell.autoEffects of the settings)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }
@@ -99,11 +102,7 @@ func printAnalysis(w interface{ Write([]byte) (int, error) }, a policy.Analysis)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, s := range a.Steps {
-		verdict := "run"
-		if s.Asks {
-			verdict = "ask"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", verdict, orNone(s.Effects.String()), s.Command)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Verdict, orNone(s.Effects.String()), s.Command)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"github.com/paddockhq/paddock/images"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -32,6 +35,8 @@ type policyCheck struct {
 		Command string   `json:"command"`
 		Effects []string `json:"effects"`
 		Asks    *bool    `json:"asks"`
+		Verdict string   `json:"verdict"`
+		Rule    string   `json:"rule"`
 	} `json:"steps"`
 	Effects []string `json:"effects"`
 }
@@ -163,4 +168,95 @@ func runScripts(t *testing.T, glob string, setup func(e *testscript.Env) error, 
 		},
 		Cmds: cmds,
 	})
+}
+
+// paddock policy check and paddock run agree on every corpus script: with the same
+// settings (the global file's auto set of read alone, an allow and a deny rule) and nobody
+// attached, the steps run reaches are those check says run, and the first it does not run is
+// the one check says asks (refused unanswered) or refuses (denied by the rule). Under an
+// auto set of read alone, only reads and steps with no effect run: nothing of the host
+// changes.
+func TestPolicyCheckAgreesWithRun(t *testing.T) {
+	bin := buildPaddock(t)
+	kernel, err := images.Default.Find(context.Background(), runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := t.TempDir()
+	os.MkdirAll(filepath.Join(conf, "paddock"), 0o700)
+	os.WriteFile(filepath.Join(conf, "paddock", "settings.yaml"), []byte(
+		"shell:\n  autoEffects: [read]\n  rules:\n    - {action: allow, command: git log}\n    - {action: deny, command: curl}\n"), 0o600)
+	files := []string{filepath.Join("..", "..", "policy", "testdata", "commands.tsv")}
+	if shared := filepath.Join("..", "..", "..", "shared", "corpus", "commands.tsv"); fileExists(shared) {
+		files = append(files, shared)
+	}
+	extra := []policytest.Row{
+		{Command: "ls; git log -1; curl -s https://example.com"},
+		{Command: "cat a b; echo ~/.ssh/id_rsa | xargs cat"},
+		{Command: "pwd && ls && touch x"},
+	}
+	refused := map[string]int{}
+	for _, file := range files {
+		rows, err := policytest.ReadCorpus(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range append(rows, extra...) {
+			ws := t.TempDir()
+			if err := policytest.Fixture(ws); err != nil {
+				t.Fatal(err)
+			}
+			env := append(policytest.CorpusEnv(ws), "XDG_CONFIG_HOME="+conf, "XDG_STATE_HOME="+t.TempDir(), "PADDOCK_KERNEL="+kernel)
+			check := exec.Command(bin, "policy", "check", "--json", "--", row.Command)
+			check.Dir, check.Env = ws, env
+			out, err := check.Output()
+			if err != nil {
+				t.Errorf("%q: policy check: %v", row.Command, err)
+				continue
+			}
+			var got policyCheck
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatalf("%q: %v", row.Command, err)
+			}
+			run := exec.Command(bin, "run", "--transport", "local", "--json", "--", row.Command)
+			run.Dir, run.Env, run.Stdin = ws, env, nil
+			rout, _ := run.Output()
+			var res struct {
+				Steps []struct{ Index int }
+				End   struct {
+					Kind, Code string
+					Step       int
+				}
+			}
+			if err := json.Unmarshal(rout, &res); err != nil {
+				t.Errorf("%q: paddock run --json: %v: %s", row.Command, err, rout)
+				continue
+			}
+			reached := len(res.Steps)
+			if res.End.Kind == "refused" {
+				reached = res.End.Step
+			}
+			for i := 0; i < reached && i < len(got.Steps); i++ {
+				if got.Steps[i].Verdict != "run" {
+					t.Errorf("%q: run ran step %d, check says %s", row.Command, i, got.Steps[i].Verdict)
+				}
+			}
+			if res.End.Kind != "refused" {
+				continue
+			}
+			if res.End.Step >= len(got.Steps) {
+				t.Errorf("%q: run refused step %d, check has %d steps", row.Command, res.End.Step, len(got.Steps))
+				continue
+			}
+			refused[res.End.Code]++
+			want := map[string]string{"unanswered": "ask", "denied": "refuse"}[res.End.Code]
+			if v := got.Steps[res.End.Step].Verdict; v != want {
+				t.Errorf("%q: run refused step %d (%s), check says %s", row.Command, res.End.Step, res.End.Code, v)
+			}
+		}
+	}
+	// The comparison is not empty: many scripts stop at a question, and the deny rule acts.
+	if refused["unanswered"] < 20 || refused["denied"] < 1 {
+		t.Errorf("refusals seen: %v", refused)
+	}
 }
