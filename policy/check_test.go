@@ -154,8 +154,8 @@ func TestAnalysisJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"grammar":"steps","steps":[{"command":"pwd","effects":[],"asks":false},` +
-		`{"command":"cat /home/u/.netrc","effects":["read","secret"],"asks":true}],"effects":["read","secret"]}`
+	want := `{"grammar":"steps","steps":[{"command":"pwd","effects":[],"asks":false,"verdict":"run"},` +
+		`{"command":"cat /home/u/.netrc","effects":["read","secret"],"asks":true,"verdict":"ask"}],"effects":["read","secret"]}`
 	if string(b) != want {
 		t.Errorf("%s\nwant %s", b, want)
 	}
