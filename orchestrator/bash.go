@@ -442,18 +442,18 @@ func (r *runner) setVar(k, v string, exported bool) {
 func (r *runner) exec(ctx context.Context, steps []Step, effects [][]string) error {
 	// The kernel opens redirections relative to the working directory, named as the script
 	// wrote them, so that its messages read as bash's do.
-	x := wire.Exec{Cwd: r.cwd, Env: r.environ(), Shell: steps[0].Shell}
+	x := wire.Exec{Cwd: r.cwd, Env: append(r.environ(), policy.StepEnv...), Shell: steps[0].Shell}
 	if n := steps[0].Node; n != nil {
 		x.Prefix = fmt.Sprintf("bash: line %d: ", n.Pos().Line())
 	}
 	for _, st := range steps {
 		cmd := wire.Command{Argv: st.Argv, Env: st.Assigns}
-		if argv, ok := policy.GitArgv(st.Argv); ok {
-			// A git step that reads, writes refs or shows the work tree runs none of the
-			// programs the repository's configuration names (fsmonitor, hooks, pager,
-			// drivers, signature programs, transports).
+		// A step runs none of the programs a file the sandbox can write configures: a git
+		// step none of the repository's (fsmonitor, hooks, pager, drivers, signature
+		// programs, transports), curl no ~/.curlrc (policy.Harden).
+		if argv, env, ok := policy.Harden(st.Argv); ok {
 			cmd.Argv = argv
-			cmd.Env = append(slices.Clone(st.Assigns), policy.GitEnv...)
+			cmd.Env = append(slices.Clone(st.Assigns), env...)
 		}
 		for i, rd := range st.Redirects {
 			switch rd.Op {
