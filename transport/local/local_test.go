@@ -3,7 +3,10 @@ package local
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"github.com/paddockhq/paddock/transport/wire"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +29,18 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
+		}
+		// With PADDOCK_TEST_CHILD set, the kernel first runs a program that writes its pid
+		// there and sleeps: a child of the kernel in a process group of its own.
+		if f := os.Getenv("PADDOCK_TEST_CHILD"); f != "" {
+			x, _ := json.Marshal(wire.Exec{Cwd: "/", Env: []string{"PATH=/usr/bin:/bin"},
+				Commands: []wire.Command{{Argv: []string{"sh", "-c", "echo $$ > " + f + "; exec sleep 1000"}}}})
+			w := wire.NewWriter(kern.Stdin())
+			if err := w.Write(&wire.Frame{Event: wire.EventRequest, ID: "1", Type: wire.TypeExec, Body: x}); err != nil {
+				fmt.Println("error", err)
+				os.Exit(1)
+			}
+			go io.Copy(io.Discard, kern.Stdout())
 		}
 		fmt.Println(kern.(*kernel).cmd.Process.Pid)
 		select {}
@@ -57,10 +72,12 @@ func gone(pid int, within time.Duration) bool {
 	return false
 }
 
-// The kernel exits when its host dies, even by SIGKILL.
+// The kernel exits when its host dies, even by SIGKILL, and so does every process it
+// started: a kernel killed outright by its host's death could not end them.
 func TestKernelEndsWithHost(t *testing.T) {
+	childFile := filepath.Join(t.TempDir(), "child.pid")
 	host := exec.Command(os.Args[0], "-test.run=^$")
-	host.Env = append(os.Environ(), "PADDOCK_TEST_HOST="+kernelPath(t))
+	host.Env = append(os.Environ(), "PADDOCK_TEST_HOST="+kernelPath(t), "PADDOCK_TEST_CHILD="+childFile)
 	out, err := host.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -80,11 +97,24 @@ func TestKernelEndsWithHost(t *testing.T) {
 	if gone(pid, 0) {
 		t.Fatal("the kernel is not running")
 	}
+	var child int
+	for deadline := time.Now().Add(10 * time.Second); child == 0; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(childFile)
+		if c, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			child = c
+		} else if time.Now().After(deadline) {
+			t.Fatal("the kernel's child never started")
+		}
+	}
 	host.Process.Signal(syscall.SIGKILL)
 	host.Wait()
 	if !gone(pid, 10*time.Second) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("kernel %d outlived its host", pid)
+	}
+	if !gone(child, 10*time.Second) {
+		syscall.Kill(child, syscall.SIGKILL)
+		t.Fatalf("the kernel's child %d outlived the host", child)
 	}
 }
 
