@@ -25,7 +25,8 @@ type Redirect struct {
 // StepEffects returns the effects of one step as it will run:
 //   - the command's own effects, from the table (commands.go); a name with "/" or not in
 //     the table is exec;
-//   - an assignment makes the step exec;
+//   - an assignment makes the step exec; one that moves where git finds a repository,
+//     its configuration or its templates (GIT_DIR, GIT_CONFIG_GLOBAL…) protected;
 //   - every word that names a path that is or holds a secret adds secret; for a command
 //     that writes, a word outside the workspace adds outside and a protected one protected;
 //   - the working directory adds secret, when it is or holds one, to a command that reads
@@ -39,7 +40,7 @@ func StepEffects(ctx *Context, s Step) Effects {
 	var e Effects
 	ps := ctx.paths(s.Cwd)
 	for _, a := range s.Assigns {
-		e |= Exec
+		e |= Exec | gitEnvEffect(a)
 		_, v, _ := strings.Cut(a, "=")
 		u := use{}
 		u.word(v)
