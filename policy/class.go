@@ -208,6 +208,16 @@ func compile(c *Context) *rules {
 	}
 	for _, r := range c.Roots {
 		add(host, &host.roots, hostCwd, r)
+		for _, g := range gitDirs(fsys, path.Clean(abs(hostCwd, r))) {
+			add(host, &host.protected, hostCwd, g)
+		}
+	}
+	// The git directory the session's git commands use, wherever the environment moves it.
+	for _, env := range append([][]string{c.Env}, c.HostEnv...) {
+		for _, v := range []string{"GIT_DIR", "GIT_COMMON_DIR"} {
+			val, _ := lookupEnv(env, v)
+			add(host, &host.protected, hostCwd, val)
+		}
 	}
 	pathVar, ok := lookupEnv(c.Env, "PATH")
 	if !ok {
@@ -322,7 +332,7 @@ func (rs *ruleSet) judgeReal(fsys FS, real string, loop, full bool) facts {
 			return facts{class: ClassProtected}
 		}
 		if under(real, r) {
-			if hasProjectDir(real[len(r):]) {
+			if hasProjectDir(real[len(r):]) || (rs.resolve && inGitDir(fsys, r, real)) {
 				return facts{class: ClassProtected}
 			}
 			inside = true
@@ -353,8 +363,9 @@ func hasProjectDir(rel string) bool {
 	return false
 }
 
-// holdsProjectDir reports whether the real directory dir holds a .git or .paddock entry or
-// a dotenv file at any depth, symlinks not followed. It is not remembered: a later step may make one.
+// holdsProjectDir reports whether the real directory dir holds a .git or .paddock entry, a
+// bare repository or a dotenv file at any depth (dir itself included), symlinks not
+// followed. It is not remembered: a later step may make one.
 func (rs *ruleSet) holdsProjectDir(fsys FS, dir string) bool {
 	fi, err := fsys.Lstat(dir)
 	if err != nil || !fi.IsDir() {
@@ -372,6 +383,9 @@ func walkForProjectDir(fsys FS, dir string) bool {
 		entries, err := fsys.ReadDir(d)
 		if err != nil {
 			continue
+		}
+		if isGitDirListing(entries) {
+			return true // a bare repository
 		}
 		for _, e := range entries {
 			if seen++; seen > maxWalk {
@@ -518,4 +532,108 @@ func (rs *ruleSet) dotenv(fsys FS, p string) bool {
 		}
 	}
 	return false
+}
+
+// gitDirs returns the git directories a repository at or above root uses, as far as the
+// disk tells at once: root/.git and what a .git file names (gitdir:, and the commondir of
+// a linked work tree's), the .git of a work tree root lies below, or root itself, or the
+// directory above it, when it is a bare repository. Discovery stops at the first found,
+// as git's does.
+func gitDirs(fsys FS, root string) []string {
+	var out []string
+	for d := root; ; d = path.Dir(d) {
+		g := join(d, ".git")
+		if fi, err := fsys.Lstat(g); err == nil {
+			out = append(out, g)
+			if fi.Mode().IsRegular() {
+				if dir, ok := gitdirLine(fsys, g); ok {
+					dir = path.Clean(abs(d, dir))
+					out = append(out, dir)
+					if c, ok := firstLine(fsys, join(dir, "commondir")); ok {
+						out = append(out, path.Clean(abs(dir, c)))
+					}
+				}
+			}
+			return out
+		}
+		if isGitDir(fsys, d) {
+			return append(out, d)
+		}
+		if d == "/" {
+			return out
+		}
+	}
+}
+
+// gitdirLine reads the directory a .git file names ("gitdir: DIR").
+func gitdirLine(fsys FS, name string) (string, bool) {
+	line, ok := firstLine(fsys, name)
+	dir, found := strings.CutPrefix(line, "gitdir:")
+	dir = strings.TrimSpace(dir)
+	return dir, ok && found && dir != ""
+}
+
+// firstLine reads the first line of a small file, when the FS can read files.
+func firstLine(fsys FS, name string) (string, bool) {
+	fr, ok := fsys.(fileReader)
+	if !ok {
+		return "", false
+	}
+	b, err := fr.ReadFile(name)
+	if err != nil {
+		return "", false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSpace(line)
+	return line, line != ""
+}
+
+// gitDirEntries are the names of the entries of a git directory whose content git trusts:
+// where it finds refs, objects, configuration and hooks.
+var gitDirEntries = map[string]bool{
+	"HEAD": true, "config": true, "hooks": true, "objects": true, "refs": true, "info": true,
+	"packed-refs": true, "index": true, "logs": true, "worktrees": true, "modules": true,
+	"commondir": true, "gitdir": true, "shallow": true, "description": true, "branches": true,
+	"FETCH_HEAD": true, "ORIG_HEAD": true,
+}
+
+// inGitDir reports whether the real path p, below root, lies in a git directory that is
+// not named .git (a bare repository): below a directory that holds HEAD, objects/ and
+// refs/, through one of gitDirEntries. Only a path with such a component costs a look.
+func inGitDir(fsys FS, root, p string) bool {
+	for d := p; under(d, root) && d != root; d = path.Dir(d) {
+		if gitDirEntries[path.Base(d)] && isGitDir(fsys, path.Dir(d)) {
+			return true
+		}
+	}
+	return false
+}
+
+// isGitDir reports whether dir is a git directory: it holds HEAD, objects/ and refs/.
+func isGitDir(fsys FS, dir string) bool {
+	if _, err := fsys.Lstat(join(dir, "HEAD")); err != nil {
+		return false
+	}
+	for _, sub := range []string{"objects", "refs"} {
+		if fi, err := fsys.Lstat(join(dir, sub)); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+// isGitDirListing reports whether a directory's entries make it a git directory.
+func isGitDirListing(entries []fs.DirEntry) bool {
+	var head, objects, refs bool
+	for _, e := range entries {
+		switch e.Name() {
+		case "HEAD":
+			head = true
+		case "objects":
+			objects = e.IsDir()
+		case "refs":
+			refs = e.IsDir()
+		}
+	}
+	return head && objects && refs
 }

@@ -159,3 +159,90 @@ func TestHoldsOnlyWhatExists(t *testing.T) {
 	ctx.FS.(*MapFS).Add("/home/u/.aws -> /srv/aws")
 	runStepCases(t, ctx, []stepCase{{"", "ls /home/u", "read,secret"}})
 }
+
+// The git directory a root uses is protected wherever it lies: named by a .git file
+// (gitdir:, a linked work tree's commondir), by GIT_DIR, or the .git of a work tree the
+// root lies below; so is a bare repository below a root, found by its content.
+// law: path_ancestor_guarded
+func TestRelocatedGitDirs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(m *MapFS)
+		env   []string
+		root  string
+		cases []stepCase
+	}{
+		{"gitdir file", func(m *MapFS) {
+			m.AddFile("/ws/.git", "gitdir: /srv/elsewhere.git\n")
+			m.Add("/srv/elsewhere.git/objects/")
+			m.Add("/srv/elsewhere.git/refs/")
+			m.AddFile("/srv/elsewhere.git/HEAD", "ref: refs/heads/main\n")
+		}, nil, "/ws", []stepCase{
+			{"", "tee /srv/elsewhere.git/hooks/pre-commit", "protected,write"},
+			{"", "tee /srv/elsewhere.git/config", "protected,write"},
+			{"", "rm -rf /srv", "protected,write"}, // an ancestor
+			{"", "tee /srv/other", "outside,write"},
+		}},
+		{"relative gitdir", func(m *MapFS) {
+			m.AddFile("/ws/.git", "gitdir: ../repo.git")
+		}, nil, "/ws", []stepCase{
+			{"", "tee /repo.git/config", "protected,write"},
+		}},
+		{"linked work tree", func(m *MapFS) {
+			m.AddFile("/ws/.git", "gitdir: /main/.git/worktrees/wt\n")
+			m.AddFile("/main/.git/worktrees/wt/commondir", "../..\n")
+			m.Add("/main/src/")
+		}, nil, "/ws", []stepCase{
+			{"", "tee /main/.git/worktrees/wt/HEAD", "protected,write"},
+			{"", "tee /main/.git/hooks/post-checkout", "protected,write"}, // the common directory
+			{"", "tee /main/.git/config", "protected,write"},
+			{"", "tee /main/src/x", "outside,write"},
+		}},
+		{"root below a work tree", func(m *MapFS) {
+			m.Add("/top/.git/hooks/")
+			m.Add("/top/sub/src/")
+		}, nil, "/top/sub", []stepCase{
+			{"/top/sub", "tee ../.git/hooks/pre-commit", "protected,write"},
+			{"/top/sub", "tee /top/.git/config", "protected,write"},
+			{"/top/sub", "tee /top/x", "outside,write"},
+			{"/top/sub", "rm -rf /top", "protected,write"}, // an ancestor of an entry
+			{"/top/sub", "tee src/x", "write"},
+		}},
+		{"GIT_DIR", func(m *MapFS) {}, []string{"GIT_DIR=/srv/g", "GIT_COMMON_DIR=/srv/common"}, "/ws", []stepCase{
+			{"", "tee /srv/g/config", "protected,write"},
+			{"", "tee /srv/common/hooks/x", "protected,write"},
+		}},
+		{"bare repository below a root", func(m *MapFS) {
+			m.AddFile("/ws/mirror/HEAD", "ref: refs/heads/main\n")
+			m.Add("/ws/mirror/objects/")
+			m.Add("/ws/mirror/refs/heads/")
+			m.Add("/ws/mirror/hooks/")
+			m.AddFile("/ws/notrepo/HEAD", "x") // HEAD alone makes no repository
+			m.Add("/ws/src/config/")
+		}, nil, "/ws", []stepCase{
+			{"", "tee mirror/hooks/post-update", "protected,write"},
+			{"", "tee mirror/config", "protected,write"},
+			{"", "tee mirror/refs/heads/main", "protected,write"},
+			{"", "rm -rf mirror", "protected,write"},
+			{"", "mv src/x src/config/y", "write"},
+			{"", "tee notrepo/config", "write"},
+			{"", "tee mirror/README", "write"}, // no git entry
+		}},
+		{"bare repository as the root", func(m *MapFS) {
+			m.AddFile("/ws/HEAD", "ref: refs/heads/main\n")
+			m.Add("/ws/objects/")
+			m.Add("/ws/refs/")
+		}, nil, "/ws", []stepCase{
+			{"", "tee hooks/pre-receive", "protected,write"},
+			{"", "tee description", "protected,write"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMapFS(tc.root+"/", "/home/u/")
+			tc.setup(m)
+			ctx := &Context{Cwd: tc.root, Home: "/home/u", Env: append([]string{"HOME=/home/u", "PATH=/usr/bin"}, tc.env...),
+				Roots: []string{tc.root}, FS: m, Auto: DefaultAutoSet()}
+			runStepCases(t, ctx, tc.cases)
+		})
+	}
+}
