@@ -142,6 +142,12 @@ func TestHoldsOnlyWhatExists(t *testing.T) {
 		{"", "mv /home/u/.config /tmp/c", "outside,protected,write"},
 		{"", "mkdir -p /home/u/.ssh", "secret,write"},
 	})
+	// A script that goes home and works there.
+	for _, src := range []string{"cd ~ && ls -la && cat notes.txt", "cd; ls", "ls ~ && du -sh ~/.config"} {
+		if e := check(t, bare(), src).Effects; e.Has(Secret) {
+			t.Errorf("%s: %s", src, e)
+		}
+	}
 	ctx := bare()
 	if c := Class(ctx, "/home/u"); c != ClassProtected {
 		t.Errorf("/home/u: %s, want protected", c)
