@@ -349,21 +349,30 @@ func gitRule(u *use, args []string) {
 		u.own |= Exec
 		return
 	}
-	gitSub(u, args[g.sub], endOfOptions(args[g.sub+1:]))
+	gitSub(u, args[g.sub], args[g.sub+1:])
 }
 
-// endOfOptions reads --end-of-options as parse-options does: no option after it. Given
-// before any "--", it is one for the policy's reading.
-func endOfOptions(rest []string) []string {
-	for i, w := range rest {
+// parseGit splits a subcommand's words by its spec, reading --end-of-options as
+// parse-options does: no option after it, and the words after it left to the subcommand,
+// which still takes a later "--" for the end of its revisions.
+func parseGit(s *spec, words []string) args {
+	for i, w := range words {
 		switch w {
 		case "--":
-			return rest
+			return s.parse(words)
 		case "--end-of-options":
-			return slices.Concat(rest[:i], []string{"--"}, rest[i+1:])
+			a := s.parse(words[:i])
+			for _, op := range words[i+1:] {
+				if op == "--" && a.dashdash < 0 {
+					a.dashdash = len(a.operands)
+					continue
+				}
+				a.operands = append(a.operands, op)
+			}
+			return a
 		}
 	}
-	return rest
+	return s.parse(words)
 }
 
 // gitSub judges one subcommand and its arguments.
@@ -379,7 +388,7 @@ func gitSub(u *use, sub string, rest []string) {
 		u.words(rest)
 		return
 	}
-	a := gitSpecs[sub].parse(rest)
+	a := parseGit(gitSpecs[sub], rest)
 	if j := gitJudges[sub]; j != nil {
 		j(u, &a, rest)
 	} else if sub == "diff" && !a.hasExact("cached", "staged") {
@@ -601,9 +610,14 @@ func gitWorktree(u *use, a *args, _ []string) {
 	}
 }
 
+// gitIdentity are the configuration keys that name no program and move nothing: the
+// identity a commit records, which an agent in CI sets before it commits.
+var gitIdentity = map[string]bool{"user.name": true, "user.email": true}
+
 // gitConfig judges config: getting and listing read; every change (an action option, a
 // set, unset, rename or edit subcommand, a name with a value) rewrites a configuration,
-// where hooks, drivers and programs are named: protected.
+// where hooks, drivers and programs are named: protected. Setting the identity
+// (gitIdentity) in the repository's own configuration is write.
 func gitConfig(u *use, a *args, _ []string) {
 	read := a.has("--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color",
 		"--get-colorbool", "--list", "-l")
@@ -624,6 +638,14 @@ func gitConfig(u *use, a *args, _ []string) {
 			u.look(f)
 		}
 		return
+	}
+	if ops := slices.DeleteFunc(slices.Clone(ops), func(o string) bool { return o == "set" }); !change || len(ops) == 2 {
+		if len(ops) == 2 && gitIdentity[strings.ToLower(ops[0])] && !a.has("--unset", "--unset-all",
+			"--rename-section", "--remove-section", "--edit", "-e", "--global", "--system", "--file",
+			"-f", "--blob", "--worktree") {
+			u.own |= Write
+			return
+		}
 	}
 	u.own |= Write | Protected
 	for _, f := range a.values("-f", "--file") {
@@ -845,7 +867,7 @@ func gitRemoteRule(u *use, sub string, rest []string) {
 		}
 		return
 	}
-	a := s.parse(rest)
+	a := parseGit(s, rest)
 	forced := false
 	for i, o := range a.operands {
 		src, dst, hasDst := strings.Cut(o, ":")

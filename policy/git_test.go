@@ -331,6 +331,16 @@ func TestGitMetadata(t *testing.T) {
 		{"", "git config --file .git/config core.fsmonitor x", "protected,write"},
 		{"", "git config set core.pager x", "protected,write"},
 		{"", "git config user.name", "read"},
+		{"", "git config user.name bot", "write"}, // the identity a commit records
+		{"", "git config --local user.email bot@example.com", "write"},
+		{"", "git config User.Email bot@example.com", "write"},
+		{"", "git config --global user.name bot", "protected,write"},
+		{"", "git config --unset user.name", "protected,write"},
+		{"", "git config user.name.x bot", "protected,write"},
+		{"", "git reset --end-of-options 'HEAD~1'", "exec,protected,write"}, // a revision still
+		{"", "git reset --end-of-options main -- a.txt", "exec,write"},
+		{"", "git branch --end-of-options -D", "write"}, // a branch named -D
+		{"", "git tag --end-of-options -d", "write"},
 		{"", "git config --get user.name", "read"},
 		{"", "git config --list", "read"},
 		{"", "git config -l --show-origin", "read"},
@@ -445,6 +455,7 @@ var (
 		{"stash"}, {"stash", "push"}, {"stash", "pop"}, {"stash", "apply"}, {"merge", "topic"}, {"merge", "--no-ff", "topic"},
 		{"checkout", "main"}, {"checkout", "-b", "new"}, {"switch", "main"}, {"switch", "-c", "new"},
 		{"restore", "src/main.go"}, {"cherry-pick", "abc"}, {"revert", "abc"}, {"branch", "new"}, {"tag", "v1"},
+		{"config", "user.email", "bot@example.com"}, {"config", "user.name", "bot"},
 	}
 	// gitFillers are words git takes without changing the class: quiet, verbose, names.
 	gitFillers  = []string{"-q", "--quiet", "src", "x", "src/main.go"}
@@ -477,7 +488,7 @@ func randomGit(r *rand.Rand, form []string) []string {
 	if r.IntN(2) == 0 {
 		argv = append(argv, "-q")
 	}
-	if r.IntN(3) == 0 && form[0] != "reset" {
+	if r.IntN(3) == 0 && form[0] != "reset" && form[0] != "config" {
 		argv = append(argv, "--", pick(r, gitFillers))
 	}
 	return argv
