@@ -308,6 +308,61 @@ func TestGitReadRunsHardened(t *testing.T) {
 	}
 }
 
+// The bash tool's git steps that add objects and move the current branch forward run
+// hardened too: no hook, editor, signature program, pager or fsmonitor of the repository's
+// runs, in any layout. The one kind that may still run is a filter driver (a command line
+// cannot switch those off), and only in a step judged exec for it; a step judged without
+// exec (a commit of the index, branch, tag, mv, a config read) runs no program at all.
+// law: host_git_hardened
+func TestGitWritesRunHardened(t *testing.T) {
+	tr := gitexectest.New(t)
+	ctx := context.Background()
+	for _, l := range gitexectest.Layouts {
+		if l == gitexectest.Bare {
+			continue // no work tree to add from
+		}
+		ws := tr.Repo(t, l)
+		// The trap's filter process ends at once, which fails every add: only the clean and
+		// smudge filters (which pass their input on) stay, so that the commits happen.
+		if err := os.WriteFile(filepath.Join(ws, ".gitattributes"), []byte("*.txt filter=evil diff=evil\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env := append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + t.TempDir(), "LC_ALL=C",
+			"GIT_AUTHOR_NAME=p", "GIT_AUTHOR_EMAIL=p@p", "GIT_COMMITTER_NAME=p", "GIT_COMMITTER_EMAIL=p@p"}, tr.Env()...)
+		s := openLocal(t, ws, Config{Env: env})
+		for _, script := range []string{"git add -A", "git commit -m one", "git branch topic", "git tag v1",
+			"git stash list", "git config user.name", "git reflog", "git checkout -b work", "git mv c.txt d.txt",
+			"git commit -m two", "git clean -n", "git notes add -m n", "git branch -d topic",
+			"git branch topic", "echo five > a.txt", "git stash", "git stash pop", "git add -A", "git commit -qm three",
+			"git switch topic", "git merge --no-edit work", "git tag -l", "git reset -q", "git pack-refs"} {
+			res, err := s.Bash(ctx, script)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", l, script, err)
+			}
+			got := tr.Sprung(t)
+			tr.Clear(t)
+			if !strings.HasPrefix(script, "git ") {
+				continue
+			}
+			if len(res.Steps) != 1 || slices.Contains(res.Steps[0].Effects, "protected") {
+				t.Errorf("%s: %s: %s", l, script, res)
+				continue
+			}
+			if slices.Contains(res.Steps[0].Effects, "exec") {
+				got = slices.DeleteFunc(got, func(m string) bool { return slices.Contains(gitexectest.FilterMarks, m) })
+			}
+			if len(got) > 0 {
+				t.Errorf("%s: %s (%v) ran %v\n%s", l, script, res.Steps[0].Effects, got, res)
+			}
+		}
+		// The steps ran git: the history holds what they committed.
+		res, err := s.Bash(ctx, "git log --format=%s")
+		if err != nil || !strings.Contains(res.Steps[0].Stdout.Text, "three") {
+			t.Errorf("%s: the commits did not happen: %v %s", l, err, res)
+		}
+	}
+}
+
 // The bash tool's git steps that read, show the work tree or change refs run none of the
 // programs a repository names, in any layout of its configuration, with a session
 // environment whose GIT_* variables name them too: not the fsmonitor, hooks, pager, drivers,

@@ -1,9 +1,12 @@
 package policy
 
 import (
+	"errors"
 	"io/fs"
 	"path"
 	"strings"
+	"sync/atomic"
+	"syscall"
 )
 
 // PathClass is the class of a host path, judged on its real location.
@@ -39,11 +42,32 @@ func (c PathClass) MarshalText() ([]byte, error) { return []byte(c.String()), ni
 var homeSecrets = []string{
 	".ssh", ".aws", ".azure", ".config/gcloud", ".config/gh", ".docker/config.json", ".kube",
 	".gnupg", ".password-store", ".local/share/keyrings", ".netrc", ".git-credentials",
-	".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
+	".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml", ".pgpass",
+	".config/git/credentials", ".vault-token", ".terraform.d/credentials.tfrc.json",
+	".config/containers/auth.json",
 }
 
-// envSecrets name variables whose value is a credential file or directory.
-var envSecrets = []string{"AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "CLOUDSDK_CONFIG"}
+// configSecrets are the stores of homeSecrets kept in the configuration directory, which
+// XDG_CONFIG_HOME moves away from ~/.config.
+var configSecrets = []string{"gcloud", "gh", "git/credentials", "containers/auth.json"}
+
+// runtimeSecrets are the stores kept in XDG_RUNTIME_DIR (podman's login by default).
+var runtimeSecrets = []string{"containers/auth.json"}
+
+// envSecrets name variables whose value is a credential file or directory; KUBECONFIG is a
+// list of them.
+var envSecrets = []string{
+	"AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "CLOUDSDK_CONFIG", "PGPASSFILE",
+	"REGISTRY_AUTH_FILE", "GOOGLE_APPLICATION_CREDENTIALS", "TF_CLI_CONFIG_FILE", "GNUPGHOME",
+	"PASSWORD_STORE_DIR", "AZURE_CONFIG_DIR", "KUBECONFIG",
+}
+
+// envSecretFiles name variables whose value is a directory holding a credential file.
+var envSecretFiles = map[string]string{"DOCKER_CONFIG": "config.json"}
+
+// envSockets name variables whose value is a socket that speaks for the user: whoever
+// connects to an ssh agent signs with its keys.
+var envSockets = []string{"SSH_AUTH_SOCK"}
 
 // paddockSecrets are Paddock's own credential files, in its config directory.
 var paddockSecrets = []string{"credentials", "credentials.json", "credentials.toml", "credentials.yaml", "credentials.yml"}
@@ -72,6 +96,8 @@ type ruleSet struct {
 	protected []string // each covers itself and everything under it
 	roots     []string
 	resolve   bool // judge real paths (host); else lexical (sandbox)
+	// seen[i] is set once secrets[i] was found to exist: it is taken to exist from then on.
+	seen []atomic.Bool
 }
 
 // compile resolves the entries of c.
@@ -103,9 +129,31 @@ func compile(c *Context) *rules {
 				add(rs, &rs.secrets, base, path.Join(home, s))
 			}
 		}
+		for _, dir := range []struct {
+			name    string
+			entries []string
+		}{{"XDG_CONFIG_HOME", configSecrets}, {"XDG_RUNTIME_DIR", runtimeSecrets}} {
+			if d, _ := lookupEnv(env, dir.name); strings.HasPrefix(d, "/") {
+				for _, s := range dir.entries {
+					add(rs, &rs.secrets, base, path.Join(d, s))
+				}
+			}
+		}
 		for _, v := range envSecrets {
 			val, _ := lookupEnv(env, v)
-			add(rs, &rs.secrets, base, val)
+			for _, p := range strings.Split(val, ":") {
+				add(rs, &rs.secrets, base, p)
+			}
+		}
+		for v, file := range envSecretFiles {
+			if val, _ := lookupEnv(env, v); val != "" {
+				add(rs, &rs.secrets, base, path.Join(val, file))
+			}
+		}
+		for _, v := range envSockets {
+			val, _ := lookupEnv(env, v)
+			add(rs, &rs.sockets, base, val)
+			add(rs, &rs.protected, base, val)
 		}
 		if configDir != "" {
 			for _, s := range paddockSecrets {
@@ -160,6 +208,16 @@ func compile(c *Context) *rules {
 	}
 	for _, r := range c.Roots {
 		add(host, &host.roots, hostCwd, r)
+		for _, g := range gitDirs(fsys, path.Clean(abs(hostCwd, r))) {
+			add(host, &host.protected, hostCwd, g)
+		}
+	}
+	// The git directory the session's git commands use, wherever the environment moves it.
+	for _, env := range append([][]string{c.Env}, c.HostEnv...) {
+		for _, v := range []string{"GIT_DIR", "GIT_COMMON_DIR"} {
+			val, _ := lookupEnv(env, v)
+			add(host, &host.protected, hostCwd, val)
+		}
 	}
 	pathVar, ok := lookupEnv(c.Env, "PATH")
 	if !ok {
@@ -183,6 +241,9 @@ func compile(c *Context) *rules {
 		home := c.Getenv("HOME")
 		addSecrets(sandbox, c.Cwd, home, defaultConfigDir(c.Getenv("XDG_CONFIG_HOME"), home), c.Env)
 		add(sandbox, &sandbox.protected, c.Cwd, defaultConfigDir(c.Getenv("XDG_CONFIG_HOME"), home))
+	}
+	for _, rs := range []*ruleSet{host, sandbox} {
+		rs.seen = make([]atomic.Bool, len(rs.secrets))
 	}
 	return &rules{host: host, sandbox: sandbox}
 }
@@ -225,22 +286,38 @@ func (rs *ruleSet) judge(fsys FS, p string, full bool) facts {
 }
 
 // judgeReal classifies a real path (as far as resolved, when it loops).
+//
+// A directory holds a secret when a secret entry exists below it (a dangling symlink
+// counts: a write through it lands there), and is Protected whether one exists or not: a
+// step may make one there. On sandbox paths, whose disk the host does not see, every
+// entry is taken to exist.
 func (rs *ruleSet) judgeReal(fsys FS, real string, loop, full bool) facts {
 	for _, s := range rs.sockets {
 		if under(real, s) {
 			return facts{class: ClassSecret, holds: true}
 		}
 	}
+	if procSecret(real) {
+		return facts{class: ClassSecret, holds: true}
+	}
 	var f facts
-	for _, s := range rs.secrets {
+	for i, s := range rs.secrets {
 		if under(real, s) {
 			return facts{class: ClassSecret, holds: true}
 		}
 		if under(s, real) {
-			f = facts{class: ClassProtected, holds: true}
+			f.class = ClassProtected
+			f.holds = f.holds || rs.present(fsys, i)
 		}
 	}
-	if f.holds || !full {
+	if rs.dotenv(fsys, real) {
+		return facts{class: ClassSecret, holds: true}
+	}
+	if rep, ok := procHolder(real); ok {
+		f.class = ClassProtected
+		f.holds = f.holds || fsys == nil || exists(fsys, rep) || exists(fsys, "/proc/1/environ")
+	}
+	if f.class == ClassProtected || !full {
 		return f
 	}
 	for _, p := range rs.protected {
@@ -255,7 +332,7 @@ func (rs *ruleSet) judgeReal(fsys FS, real string, loop, full bool) facts {
 			return facts{class: ClassProtected}
 		}
 		if under(real, r) {
-			if hasProjectDir(real[len(r):]) {
+			if hasProjectDir(real[len(r):]) || (rs.resolve && inGitDir(fsys, r, real)) {
 				return facts{class: ClassProtected}
 			}
 			inside = true
@@ -286,8 +363,9 @@ func hasProjectDir(rel string) bool {
 	return false
 }
 
-// holdsProjectDir reports whether the real directory dir holds a .git or .paddock entry at
-// any depth, symlinks not followed. It is not remembered: a later step may make one.
+// holdsProjectDir reports whether the real directory dir holds a .git or .paddock entry, a
+// bare repository or a dotenv file at any depth (dir itself included), symlinks not
+// followed. It is not remembered: a later step may make one.
 func (rs *ruleSet) holdsProjectDir(fsys FS, dir string) bool {
 	fi, err := fsys.Lstat(dir)
 	if err != nil || !fi.IsDir() {
@@ -306,6 +384,9 @@ func walkForProjectDir(fsys FS, dir string) bool {
 		if err != nil {
 			continue
 		}
+		if isGitDirListing(entries) {
+			return true // a bare repository
+		}
 		for _, e := range entries {
 			if seen++; seen > maxWalk {
 				return true
@@ -315,10 +396,244 @@ func walkForProjectDir(fsys FS, dir string) bool {
 					return true
 				}
 			}
-			if e.Type()&fs.ModeType == fs.ModeDir {
+			isDir := e.Type()&fs.ModeType == fs.ModeDir
+			if !isDir && isDotenv(e.Name()) {
+				return true // a secret below it
+			}
+			if isDir {
 				stack = append(stack, join(d, e.Name()))
 			}
 		}
 	}
 	return false
+}
+
+// present reports whether the secret entry i exists, or may: on sandbox paths (no fsys),
+// after an error other than a missing component, and once it was seen.
+func (rs *ruleSet) present(fsys FS, i int) bool {
+	if fsys == nil || i >= len(rs.seen) || rs.seen[i].Load() {
+		return true
+	}
+	if exists(fsys, rs.secrets[i]) {
+		rs.seen[i].Store(true)
+		return true
+	}
+	return false
+}
+
+// exists reports whether p exists (as itself: a dangling symlink exists), or may: only a
+// missing component says it does not.
+func exists(fsys FS, p string) bool {
+	_, err := fsys.Lstat(p)
+	return err == nil || !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR))
+}
+
+// procFiles are the files of a process that show its environment, its arguments or its
+// memory: another process's (a host's, on the local transport) hold its credentials.
+var procFiles = map[string]bool{
+	"environ": true, "cmdline": true, "mem": true, "maps": true, "smaps": true,
+	"smaps_rollup": true, "numa_maps": true, "pagemap": true, "auxv": true,
+}
+
+// isProcID reports whether a component of /proc names a process: its id, or self and
+// thread-self, which are the judging process until the step runs and then whichever
+// process opens the path (the kernel's, for a redirection): never sure to be the step's.
+func isProcID(c string) bool { return isDigits(c) || c == "self" || c == "thread-self" }
+
+// procSecret reports whether p is or is under /proc/ID/F or /proc/ID/task/TID/F, F one
+// of procFiles.
+func procSecret(p string) bool {
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok {
+		return false
+	}
+	id, rest, _ := strings.Cut(rest, "/")
+	if !isProcID(id) {
+		return false
+	}
+	name, rest, _ := strings.Cut(rest, "/")
+	if name == "task" {
+		var tid string
+		tid, rest, _ = strings.Cut(rest, "/")
+		if !isDigits(tid) {
+			return false
+		}
+		name, _, _ = strings.Cut(rest, "/")
+	}
+	return procFiles[name]
+}
+
+// procHolder reports whether p is an ancestor of procSecret's files, and names one of
+// them that exists when p holds any: /, /proc, /proc/ID, /proc/ID/task[/TID].
+func procHolder(p string) (file string, ok bool) {
+	if p == "/" || p == "/proc" {
+		return "/proc/self/environ", true
+	}
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok {
+		return "", false
+	}
+	parts := strings.Split(rest, "/")
+	switch {
+	case !isProcID(parts[0]), len(parts) > 3:
+		return "", false
+	case len(parts) == 1:
+		return p + "/environ", true
+	case parts[1] != "task":
+		return "", false
+	case len(parts) == 2:
+		return p, true
+	case isDigits(parts[2]):
+		return p + "/environ", true
+	}
+	return "", false
+}
+
+// dotenvTemplates are the suffixes of dotenv files that are templates, kept in
+// repositories without values (.env.example).
+var dotenvTemplates = map[string]bool{"example": true, "sample": true, "template": true, "dist": true, "tmpl": true, "tpl": true}
+
+// isDotenv reports whether a name is a dotenv file's: .env or .env.NAME, no template.
+// direnv's .envrc is none: a program kept in the repository, not a store of values.
+func isDotenv(name string) bool {
+	if name == ".env" {
+		return true
+	}
+	suffix, ok := strings.CutPrefix(name, ".env.")
+	return ok && suffix != "" && !dotenvTemplates[suffix]
+}
+
+// dotenv reports whether the real path p is or is under a dotenv file below a root; a
+// directory so named (a virtual environment) is none.
+func (rs *ruleSet) dotenv(fsys FS, p string) bool {
+	for _, r := range rs.roots {
+		if !under(p, r) || p == r {
+			continue
+		}
+		rel := p[len(r):]
+		if r == "/" {
+			rel = p
+		}
+		for i := 1; i < len(rel); {
+			j := strings.IndexByte(rel[i:], '/')
+			if j < 0 {
+				j = len(rel) - i
+			}
+			if isDotenv(rel[i : i+j]) {
+				entry := p[:len(p)-len(rel)+i+j]
+				if fsys == nil {
+					return true
+				}
+				if fi, err := fsys.Lstat(entry); err != nil || !fi.IsDir() {
+					return true
+				}
+			}
+			i += j + 1
+		}
+	}
+	return false
+}
+
+// gitDirs returns the git directories a repository at or above root uses, as far as the
+// disk tells at once: root/.git and what a .git file names (gitdir:, and the commondir of
+// a linked work tree's), the .git of a work tree root lies below, or root itself, or the
+// directory above it, when it is a bare repository. Discovery stops at the first found,
+// as git's does.
+func gitDirs(fsys FS, root string) []string {
+	var out []string
+	for d := root; ; d = path.Dir(d) {
+		g := join(d, ".git")
+		if fi, err := fsys.Lstat(g); err == nil {
+			out = append(out, g)
+			if fi.Mode().IsRegular() {
+				if dir, ok := gitdirLine(fsys, g); ok {
+					dir = path.Clean(abs(d, dir))
+					out = append(out, dir)
+					if c, ok := firstLine(fsys, join(dir, "commondir")); ok {
+						out = append(out, path.Clean(abs(dir, c)))
+					}
+				}
+			}
+			return out
+		}
+		if isGitDir(fsys, d) {
+			return append(out, d)
+		}
+		if d == "/" {
+			return out
+		}
+	}
+}
+
+// gitdirLine reads the directory a .git file names ("gitdir: DIR").
+func gitdirLine(fsys FS, name string) (string, bool) {
+	line, ok := firstLine(fsys, name)
+	dir, found := strings.CutPrefix(line, "gitdir:")
+	dir = strings.TrimSpace(dir)
+	return dir, ok && found && dir != ""
+}
+
+// firstLine reads the first line of a small file, when the FS can read files.
+func firstLine(fsys FS, name string) (string, bool) {
+	fr, ok := fsys.(fileReader)
+	if !ok {
+		return "", false
+	}
+	b, err := fr.ReadFile(name)
+	if err != nil {
+		return "", false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSpace(line)
+	return line, line != ""
+}
+
+// gitDirEntries are the names of the entries of a git directory whose content git trusts:
+// where it finds refs, objects, configuration and hooks.
+var gitDirEntries = map[string]bool{
+	"HEAD": true, "config": true, "hooks": true, "objects": true, "refs": true, "info": true,
+	"packed-refs": true, "index": true, "logs": true, "worktrees": true, "modules": true,
+	"commondir": true, "gitdir": true, "shallow": true, "description": true, "branches": true,
+	"FETCH_HEAD": true, "ORIG_HEAD": true,
+}
+
+// inGitDir reports whether the real path p, below root, lies in a git directory that is
+// not named .git (a bare repository): below a directory that holds HEAD, objects/ and
+// refs/, through one of gitDirEntries. Only a path with such a component costs a look.
+func inGitDir(fsys FS, root, p string) bool {
+	for d := p; under(d, root) && d != root; d = path.Dir(d) {
+		if gitDirEntries[path.Base(d)] && isGitDir(fsys, path.Dir(d)) {
+			return true
+		}
+	}
+	return false
+}
+
+// isGitDir reports whether dir is a git directory: it holds HEAD, objects/ and refs/.
+func isGitDir(fsys FS, dir string) bool {
+	if _, err := fsys.Lstat(join(dir, "HEAD")); err != nil {
+		return false
+	}
+	for _, sub := range []string{"objects", "refs"} {
+		if fi, err := fsys.Lstat(join(dir, sub)); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+// isGitDirListing reports whether a directory's entries make it a git directory.
+func isGitDirListing(entries []fs.DirEntry) bool {
+	var head, objects, refs bool
+	for _, e := range entries {
+		switch e.Name() {
+		case "HEAD":
+			head = true
+		case "objects":
+			objects = e.IsDir()
+		case "refs":
+			refs = e.IsDir()
+		}
+	}
+	return head && objects && refs
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -204,6 +205,9 @@ func TestPathFactsThroughMounts(t *testing.T) {
 type oracle struct {
 	secrets, protected, project []string
 	roots                       []string
+	// dotenv are the dotenv files below a root: secret by name, found by no walk on a read
+	// of a directory above them (which needs no walk), only on a write.
+	dotenv []string
 }
 
 func newOracle(ctx *Context, m *MapFS) oracle {
@@ -229,8 +233,15 @@ func newOracle(ctx *Context, m *MapFS) oracle {
 	}
 	for _, e := range m.Entries() {
 		name, _, _ := strings.Cut(e, " -> ")
+		isDir := strings.HasSuffix(name, "/")
 		name = strings.TrimSuffix(name, "/")
 		base := path.Base(name)
+		if isDotenv(base) && !isDir {
+			if r, loop := Real(m, path.Dir(name)); !loop && r == path.Dir(name) && anyUnder(name, o.roots) {
+				o.dotenv = append(o.dotenv, name)
+			}
+			continue
+		}
 		if base != ".git" && base != ".paddock" {
 			continue
 		}
@@ -287,23 +298,23 @@ func TestClassLaws(t *testing.T) {
 			}
 			checked[c]++
 			real, loop := Real(m, p)
-			if !loop && anyUnder(real, o.secrets) && c != ClassSecret {
+			if !loop && (anyUnder(real, o.secrets) || anyUnder(real, o.dotenv)) && c != ClassSecret {
 				fail("%q (real %q) is under a secret entry: %s", p, real, c)
 			}
 			if c == ClassInside {
 				switch {
 				case loop:
 					fail("%q loops, yet Inside", p)
-				case anyUnder(real, o.secrets), anyUnder(real, o.protected), anyUnder(real, o.project):
+				case anyUnder(real, o.secrets), anyUnder(real, o.dotenv), anyUnder(real, o.protected), anyUnder(real, o.project):
 					fail("%q (real %q): a rule covers it, yet Inside", p, real)
-				case anyHeld(real, o.secrets), anyHeld(real, o.protected), anyHeld(real, o.project):
+				case anyHeld(real, o.secrets), anyHeld(real, o.dotenv), anyHeld(real, o.protected), anyHeld(real, o.project):
 					fail("%q (real %q) is an ancestor of an entry, yet Inside", p, real)
 				case !anyUnder(real, o.roots):
 					fail("%q (real %q): no root holds it, yet Inside", p, real)
 				}
 			}
 		}
-		for _, e := range append(append(append([]string{}, o.secrets...), o.protected...), o.project...) {
+		for _, e := range slices.Concat(o.secrets, o.dotenv, o.protected, o.project) {
 			for _, a := range prefixes(e) {
 				if a == e {
 					continue
@@ -334,5 +345,51 @@ func TestClassSeesNewProjectDirs(t *testing.T) {
 	ctx.FS.(*MapFS).Add("/ws/build/sub/.git/")
 	if c := Class(ctx, "/ws/build"); c != ClassProtected {
 		t.Fatalf("/ws/build, holding a new .git: %s", c)
+	}
+}
+
+// A path holds a secret only when a secret entry exists below it, and always then; the
+// ancestors of an entry that does not exist stay protected. A dotenv file is secret by its
+// name; a directory above one is found to hold it only by the walk of a write (protected).
+// law: secret_needs_a_secret_path, secret_path_gives_secret, path_ancestor_guarded
+func TestHoldsLaw(t *testing.T) {
+	checked := map[bool]int{}
+	for seed := uint64(0); seed < 300; seed++ {
+		g := newTreeGen(seed)
+		m := g.tree(40)
+		ctx := &Context{Cwd: "/ws", Home: "/home/u", Env: []string{"PATH=/usr/bin"}, Roots: []string{"/ws"}, FS: m}
+		o := newOracle(ctx, m)
+		for i := 0; i < 40; i++ {
+			p := g.path(6)
+			real, loop := Real(m, p)
+			if loop {
+				continue
+			}
+			f := ctx.paths("/ws").facts(p, false)
+			want := anyUnder(real, o.secrets)
+			// A dotenv name below a root that is no directory: a file, or none yet.
+			for _, q := range prefixes(real) {
+				if fi, err := m.Lstat(q); isDotenv(path.Base(q)) && anyUnder(q, o.roots) && !slices.Contains(o.roots, q) && (err != nil || !fi.IsDir()) {
+					want = true
+				}
+			}
+			for _, e := range o.secrets {
+				if under(e, real) && e != real {
+					if _, err := m.Lstat(e); err == nil {
+						want = true
+					}
+				}
+			}
+			checked[want]++
+			if f.secretish() != want {
+				t.Fatalf("seed %d: %q (real %q): secret %v, want %v\n%s", seed, p, real, f.secretish(), want, strings.Join(m.Entries(), "\n"))
+			}
+			if c := Class(ctx, p); anyHeld(real, o.secrets) && !anyUnder(real, o.secrets) && c != ClassProtected {
+				t.Fatalf("seed %d: %q (real %q) is an ancestor of a secret entry: %s", seed, p, real, c)
+			}
+		}
+	}
+	if checked[true] < 100 || checked[false] < 100 {
+		t.Errorf("held %d, not held %d: the generator misses cases", checked[true], checked[false])
 	}
 }

@@ -6,7 +6,8 @@ import (
 )
 
 // use gathers what one command does: its own effects, the words it names as paths, and the
-// directories it reads because it names no path.
+// paths it only reads (the directory it reads because it names no path, the pathspecs of
+// a git command that writes only the repository).
 type use struct {
 	ctx   *Context
 	dir   string // paths are relative to it, itself relative to the step's cwd (git -C)
@@ -17,13 +18,28 @@ type use struct {
 
 // path adds one word that names a path.
 func (u *use) path(p string) {
+	if p = u.rel(p); p != "" {
+		u.paths = append(u.paths, p)
+	}
+}
+
+// look adds one word that names a path the command only reads, even when it writes
+// elsewhere: only whether it is or holds a secret counts.
+func (u *use) look(p string) {
+	if p = u.rel(p); p != "" {
+		u.reads = append(u.reads, p)
+	}
+}
+
+// rel is p relative to the step's working directory ("" for none).
+func (u *use) rel(p string) string {
 	if p == "" || p == "-" {
-		return
+		return ""
 	}
 	if u.dir != "" && u.dir != "." && !strings.HasPrefix(p, "/") {
 		p = u.dir + "/" + p
 	}
-	u.paths = append(u.paths, p)
+	return p
 }
 
 // word adds every path a word may name: the word itself unless it is an option, the value
@@ -55,6 +71,14 @@ func (u *use) word(w string) {
 	}
 }
 
+// assigns adds what words that are assignments (NAME=value) set for the programs run
+// next: protected for a variable that moves where git finds a repository (gitEnvEffect).
+func (u *use) assigns(ws []string) {
+	for _, w := range ws {
+		u.own |= gitEnvEffect(w)
+	}
+}
+
 // words adds every path each word may name.
 func (u *use) words(ws []string) {
 	for _, w := range ws {
@@ -78,6 +102,7 @@ func evaluate(u *use, argv []string) {
 			u.path(name)
 		}
 		u.words(argv[1:])
+		u.assigns(argv[1:]) // declare -x, typeset, readonly, make…
 		return
 	}
 	r(u, argv[1:])
@@ -152,12 +177,14 @@ func plain(own Effects) rule {
 	}
 }
 
-// export with an operand sets the environment of later programs: exec.
+// export with an operand sets the environment of later programs: exec (and protected for
+// a variable that moves where git finds a repository).
 func exportRule(u *use, args []string) {
 	if len(args) > 0 {
 		u.own |= Exec
 	}
 	u.words(args)
+	u.assigns(args)
 }
 
 // ls reads; with no operand it reads its working directory. Option values are patterns
@@ -672,6 +699,7 @@ func envRule(u *use, args []string) {
 	ops := a.operands
 	for len(ops) > 0 && strings.Contains(ops[0], "=") {
 		u.word(ops[0])
+		u.own |= gitEnvEffect(ops[0])
 		ops = ops[1:]
 	}
 	if len(ops) > 0 {

@@ -22,7 +22,9 @@ const (
 	Net
 	// Outside: a writing step names a path outside every workspace root.
 	Outside
-	// Protected: a writing step names a protected path (Paddock's config, .git, PATH, …).
+	// Protected: a writing step names a protected path (Paddock's config, .git, PATH, …),
+	// or a git step destroys refs or history or moves where a repository's configuration
+	// and hooks come from (git.go).
 	Protected
 	// Secret: the step names a path that is or holds a secret (a credential store).
 	Secret

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -30,6 +31,25 @@ func (OSFS) Readlink(name string) (string, error) { return os.Readlink(name) }
 // ReadDir is os.ReadDir.
 func (OSFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
 
+// maxSmallFile bounds what ReadFile reads: a .git file's gitdir: line, a commondir.
+const maxSmallFile = 4096
+
+// ReadFile reads the first maxSmallFile bytes of a regular file, following symlinks.
+func (OSFS) ReadFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxSmallFile))
+}
+
+// fileReader is an FS that can read a small file: the .git file that names the git
+// directory a root uses. Without it, such a file is not followed.
+type fileReader interface {
+	ReadFile(name string) ([]byte, error)
+}
+
 // MapFS is an FS held in memory, for tests: directories, regular files and symlinks at
 // clean absolute paths. Parent directories are implied; "/" always exists. Lookups follow
 // symlinks the way Linux does (40 at most, then ELOOP).
@@ -39,9 +59,10 @@ type MapFS struct {
 }
 
 type mapEntry struct {
-	dir  bool
-	link string
-	set  bool // given, not implied
+	dir     bool
+	link    string
+	set     bool // given, not implied
+	content string
 }
 
 // NewMapFS builds a MapFS from entries written as "/a/dir/" (a directory: trailing
@@ -165,6 +186,29 @@ func components(p string) []string {
 		}
 	}
 	return out
+}
+
+// AddFile adds a regular file with its content, as Add does, and reports whether it did.
+func (m *MapFS) AddFile(name, content string) bool {
+	if !m.Add(name) {
+		return false
+	}
+	e := m.entries[path.Clean("/"+name)]
+	e.content = content
+	m.entries[path.Clean("/"+name)] = e
+	return true
+}
+
+// ReadFile returns a regular file's content, following symlinks.
+func (m *MapFS) ReadFile(name string) ([]byte, error) {
+	_, e, err := m.walk("open", name, true)
+	if err != nil {
+		return nil, err
+	}
+	if e.dir {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: syscall.EISDIR}
+	}
+	return []byte(e.content), nil
 }
 
 // Lstat describes name without following a final symlink.

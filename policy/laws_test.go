@@ -12,11 +12,13 @@ import (
 // however a command reads it (as a path, an option's value, a "@file"); a secret one names
 // a path that is or holds a secret.
 var (
-	cleanPaths  = []string{"src/main.go", "build", "/tmp/x", "/etc/passwd", "docs/main.go", ".git/config", "/usr/bin/x", "vendor", "new/file", "loop", "/ws/src", ".paddock/x"}
-	secretPaths = []string{"/home/u/.ssh/id_ed25519", "keys", "keys/x", "/home/u", "/", "/home/u/.netrc", "/srv/aws/creds", "up", "/home/u/.config/paddock/credentials", "/home/u/.ssh"}
-	cleanWords  = []string{"-n", "5", "-la", "--color=auto", "x", "KEY", "s/a/b/", "p", "https://example.com", "-r", "-o", "-e", "--", "-exec", ";", "-delete", "+G", "HEAD", "--output"}
-	cleanCwds   = []string{"/ws", "/ws/src", "/tmp"}
-	secretCwds  = []string{"/home/u", "/home/u/.ssh", "/ws/keys"}
+	cleanPaths = []string{"src/main.go", "build", "/tmp/x", "/etc/passwd", "docs/main.go", ".git/config", "/usr/bin/x", "vendor", "new/file", "loop", "/ws/src", ".paddock/x",
+		"/proc/1/status", "/proc/cpuinfo", "/ws/.env.example", "/home/u/.config/git/config", "/home/u/repo"}
+	secretPaths = []string{"/home/u/.ssh/id_ed25519", "keys", "keys/x", "/home/u", "/", "/home/u/.netrc", "/srv/aws/creds", "up", "/home/u/.config/paddock/credentials", "/home/u/.ssh",
+		"/proc/1/environ", "/proc/self/cmdline", "/proc/7/task/7/mem", "/ws/.env", "/ws/src/.env.local", "/home/u/.pgpass", "/home/u/.vault-token"}
+	cleanWords = []string{"-n", "5", "-la", "--color=auto", "x", "KEY", "s/a/b/", "p", "https://example.com", "-r", "-o", "-e", "--", "-exec", ";", "-delete", "+G", "HEAD", "--output"}
+	cleanCwds  = []string{"/ws", "/ws/src", "/tmp"}
+	secretCwds = []string{"/home/u", "/home/u/.ssh", "/ws/keys"}
 	// pathCommands take paths as their last operands.
 	pathCommands = [][]string{{"cat"}, {"head"}, {"tail", "-n", "3"}, {"wc"}, {"ls"}, {"rm", "-rf"}, {"cp"}, {"mv"}, {"touch"},
 		{"mkdir", "-p"}, {"stat"}, {"du"}, {"tree"}, {"diff"}, {"python3"}, {"./x"}, {"grep", "-r", "x"}, {"rg", "x"},

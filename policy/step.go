@@ -26,7 +26,8 @@ type Redirect struct {
 // StepEffects returns the effects of one step as it will run:
 //   - the command's own effects, from the table (commands.go); a name with "/" or not in
 //     the table is exec;
-//   - an assignment makes the step exec;
+//   - an assignment makes the step exec; one that moves where git finds a repository,
+//     its configuration or its templates (GIT_DIR, GIT_CONFIG_GLOBAL…) protected;
 //   - a path the command's rule takes from its words that is or holds a secret adds secret,
 //     and so does any word that names a secret whatever the command (anyWordSecret: echo ~
 //     names a directory that holds one, not a secret, and stays harmless); for a command that
@@ -42,7 +43,7 @@ func StepEffects(ctx *Context, s Step) Effects {
 	var e Effects
 	ps := ctx.paths(s.Cwd)
 	for _, a := range s.Assigns {
-		e |= Exec
+		e |= Exec | gitEnvEffect(a)
 		_, v, _ := strings.Cut(a, "=")
 		u := use{}
 		u.word(v)

@@ -25,7 +25,7 @@ func newTreeGen(seed uint64, tops ...string) *treeGen {
 	return &treeGen{
 		r:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		tops:  tops,
-		names: []string{"a", "b", "c", ".git", ".paddock", ".ssh", ".aws", ".config", "paddock", "id"},
+		names: []string{"a", "b", "c", ".git", ".paddock", ".ssh", ".aws", ".config", "paddock", "id", ".env"},
 	}
 }
 

@@ -18,6 +18,15 @@ var credentialWords = []string{
 	"CREDENTIAL", "PRIVATE_KEY", "ACCESS_KEY", "APIKEY",
 }
 
+// credentialSuffixes mark a variable as a credential when its name ends with one, in any
+// case: MYSQL_PWD, DB_PASS, STRIPE_KEY. PWD and OLDPWD, the shell's directories, do not;
+// GPG_KEY, often a public key's fingerprint, does: a name cannot tell the two apart.
+var credentialSuffixes = []string{"_PWD", "_PASS", "_KEY"}
+
+// credentialNames are credentials by their whole name: the ssh agent's socket (whoever
+// connects signs with the user's keys) and sshpass's password.
+var credentialNames = []string{"SSH_AUTH_SOCK", "SSHPASS"}
+
 // IsCredential reports whether a variable's name marks it as a credential.
 func IsCredential(name string) bool {
 	up := strings.ToUpper(name)
@@ -26,8 +35,36 @@ func IsCredential(name string) bool {
 			return true
 		}
 	}
-	return false
+	for _, s := range credentialSuffixes {
+		if strings.HasSuffix(up, s) {
+			return true
+		}
+	}
+	return slices.Contains(credentialNames, up)
 }
+
+// HasPassword reports whether a value holds a URL with a password
+// (scheme://user:password@host), anywhere in it: DATABASE_URL, HTTPS_PROXY, a list of
+// index URLs.
+func HasPassword(value string) bool {
+	for {
+		i := strings.Index(value, "://")
+		if i < 0 {
+			return false
+		}
+		value = value[i+3:]
+		end := strings.IndexAny(value, "/?# \t\n")
+		if end < 0 {
+			end = len(value)
+		}
+		if at := strings.LastIndexByte(value[:end], '@'); at >= 0 && strings.IndexByte(value[:at], ':') >= 0 {
+			return true
+		}
+	}
+}
+
+// isCredentialEntry reports whether a variable is a credential by its name or its value.
+func isCredentialEntry(name, value string) bool { return IsCredential(name) || HasPassword(value) }
 
 // split returns an entry's name and value; ok is false for an entry with no name.
 func split(entry string) (name, value string, ok bool) {
@@ -35,11 +72,12 @@ func split(entry string) (name, value string, ok bool) {
 	return name, value, ok && name != ""
 }
 
-// Local returns the host's environment minus credentials (and entries with no NAME=).
+// Local returns the host's environment minus credentials, by name or by value (and entries
+// with no NAME=).
 func Local(host []string) []string {
 	out := make([]string, 0, len(host))
 	for _, e := range host {
-		if name, _, ok := split(e); ok && !IsCredential(name) {
+		if name, value, ok := split(e); ok && !isCredentialEntry(name, value) {
 			out = append(out, e)
 		}
 	}
@@ -57,12 +95,14 @@ func Local(host []string) []string {
 func Sandbox(host, names, own []string, m *pathmap.Map) (env, diags []string) {
 	have := map[string]bool{}
 	for _, e := range own {
-		name, _, ok := split(e)
+		name, value, ok := split(e)
 		switch {
 		case !ok:
 			diags = append(diags, fmt.Sprintf("environment: kernel entry %q has no NAME=: left out", e))
 		case IsCredential(name):
 			diags = append(diags, fmt.Sprintf("environment: %s is a credential: not passed", name))
+		case HasPassword(value):
+			diags = append(diags, fmt.Sprintf("environment: %s holds a URL with a password: not passed", name))
 		case have[name]:
 			diags = append(diags, fmt.Sprintf("environment: %s is set twice for the kernel: the first kept", name))
 		default:
@@ -95,6 +135,10 @@ func Sandbox(host, names, own []string, m *pathmap.Map) (env, diags []string) {
 		value, set := hostVals[name]
 		if !set {
 			diags = append(diags, fmt.Sprintf("environment: %s is not set on the host", name))
+			continue
+		}
+		if HasPassword(value) {
+			diags = append(diags, fmt.Sprintf("environment: %s holds a URL with a password: not passed, even when named", name))
 			continue
 		}
 		mapped, ok, d := sandboxValue(name, value, m)
