@@ -103,7 +103,7 @@ func waitPool(t testing.TB, p *pool.Pool, spec transport.Spec, n int) {
 // poolSession opens a session on p in ws, with env, closed at the test's end.
 func poolSession(t testing.TB, ctx context.Context, p *pool.Pool, ws string, pm *pathmap.Map, env []string) *orchestrator.Session {
 	t.Helper()
-	s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: ws, Transport: p, Kernel: kernelBinary(t), Env: env, PathMap: pm})
+	s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: ws, Transport: p, Kernel: kernelBinary(t), Env: env, PathMap: pm, Ephemeral: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,6 +96,9 @@ type ruleSet struct {
 	protected []string // each covers itself and everything under it
 	roots     []string
 	resolve   bool // judge real paths (host); else lexical (sandbox)
+	// proc: /proc shows processes that are not the step's own — the host's, or a lasting
+	// sandbox's; a fresh container's /proc shows only its own, which hold nothing of anyone's.
+	proc bool
 	// seen[i] is set once secrets[i] was found to exist: it is taken to exist from then on.
 	seen []atomic.Bool
 }
@@ -109,8 +112,8 @@ func compile(c *Context) *rules {
 			hostCwd = h
 		}
 	}
-	host := &ruleSet{resolve: true}
-	sandbox := &ruleSet{}
+	host := &ruleSet{resolve: true, proc: true}
+	sandbox := &ruleSet{proc: !c.Ephemeral}
 	add := func(rs *ruleSet, list *[]string, base, p string) {
 		if p == "" {
 			return
@@ -297,7 +300,7 @@ func (rs *ruleSet) judgeReal(fsys FS, real string, loop, full bool) facts {
 			return facts{class: ClassSecret, holds: true}
 		}
 	}
-	if procSecret(real) {
+	if rs.proc && procSecret(real) {
 		return facts{class: ClassSecret, holds: true}
 	}
 	var f facts
@@ -313,7 +316,7 @@ func (rs *ruleSet) judgeReal(fsys FS, real string, loop, full bool) facts {
 	if rs.dotenv(fsys, real) {
 		return facts{class: ClassSecret, holds: true}
 	}
-	if rep, ok := procHolder(real); ok {
+	if rep, ok := procHolder(real); ok && rs.proc {
 		f.class = ClassProtected
 		f.holds = f.holds || fsys == nil || exists(fsys, rep) || exists(fsys, "/proc/1/environ")
 	}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -250,5 +251,28 @@ func TestRelocatedGitDirs(t *testing.T) {
 				Roots: []string{tc.root}, FS: m, Auto: DefaultAutoSet()}
 			runStepCases(t, ctx, tc.cases)
 		})
+	}
+}
+
+// A fresh container's /proc shows only its own processes: reading it there is no secret
+// read. A lasting sandbox's (an ssh box, a long-lived container) and the host's are.
+func TestProcOfAFreshSandbox(t *testing.T) {
+	toHost := func(p string) (string, bool) {
+		if rest, ok := strings.CutPrefix(p, "/work"); ok && (rest == "" || rest[0] == '/') {
+			return "/ws" + rest, true
+		}
+		return "", false
+	}
+	for _, tc := range []struct {
+		ephemeral bool
+		want      string
+	}{{true, "read"}, {false, "read,secret"}} {
+		ctx := testContext()
+		ctx.Cwd, ctx.ToHost, ctx.Ephemeral = "/work", toHost, tc.ephemeral
+		for _, line := range []string{"cat /proc/1/cmdline", "cat /proc/self/environ"} {
+			if got := StepEffects(ctx, Step{Argv: words(t, line), Cwd: "/work"}).String(); got != tc.want {
+				t.Errorf("ephemeral %v: %s: %s, want %s", tc.ephemeral, line, got, tc.want)
+			}
+		}
 	}
 }
