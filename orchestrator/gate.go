@@ -74,7 +74,7 @@ type Gate struct {
 	Read func()
 	Log  *slog.Logger
 	// MaxInFlight bounds the host requests served at once, from admission until their reply
-	// is written; 0 is DefaultMaxInFlight.
+	// is made (written or not); 0 is DefaultMaxInFlight.
 	MaxInFlight int
 	// MaxHeld bounds the bytes the gate holds for host requests: the lines of requests being
 	// served and the replies not yet written; 0 is DefaultMaxHeld. A request that would pass
@@ -92,7 +92,7 @@ type Gate struct {
 
 // Bounds of a gate.
 const (
-	DefaultMaxInFlight = 64
+	DefaultMaxInFlight = wire.MaxHostRequests
 	DefaultMaxHeld     = 2 * wire.MaxLine // two requests of the largest size
 	// refusalQueue is how many refusals may wait for the writer. Each is small (its id and
 	// type are within the head, wire.MaxHead), so the queue holds well under a megabyte.
@@ -124,7 +124,8 @@ func (g *Gate) Run(ctx context.Context, r *wire.Reader) error {
 // pool is a gate's workers while it runs: each serves one accepted request at a time, from its
 // handler to its reply written. Workers live until the gate ends, so that each request does
 // not pay for a fresh goroutine's stack to grow again; they are started as needed, up to
-// MaxInFlight.
+// twice MaxInFlight: a request leaves the count in flight once its reply is made, while its
+// worker may still be writing it.
 type pool struct {
 	work     chan job // unbuffered: a request is taken by a worker that is free
 	workers  int      // started; the reader's own
@@ -139,6 +140,8 @@ type job struct {
 	line    []byte
 	cost    int64
 	release func()
+	// checkRest: the line past its head is still to be checked for UTF-8 (readHead).
+	checkRest bool
 }
 
 // copyBelow: a line smaller than 1/copyBelow of the reader's buffer it lies in is copied out
@@ -158,16 +161,16 @@ func holdCost(line wire.Line) int64 {
 }
 
 // start hands j to a free worker, or to a new one. The gate has room for j (fewer than
-// maxInFlight requests in flight), so when every worker is started one has finished its
-// request and is on its way back for the next: the reader waits for that, never for a
-// handler.
+// maxInFlight requests in flight), so when every worker is started one has made its reply
+// and is writing it: the reader waits for that write (bounded by the connection's write
+// deadline), never for a handler.
 func (p *pool) start(ctx context.Context, g *Gate, j job, maxInFlight int) {
 	select {
 	case p.work <- j:
 		return
 	default:
 	}
-	if p.workers < maxInFlight {
+	if p.workers < 2*maxInFlight { // a worker may still be writing the reply of a request it answered
 		p.workers++
 		p.wg.Go(func() {
 			for ok := true; ok; j, ok = <-p.work {
@@ -196,7 +199,8 @@ func (g *Gate) read(ctx context.Context, r *wire.Reader, p *pool) error {
 			return err
 		}
 		facts := FrameFacts{Oversize: line.Oversize()}
-		facts.Head, facts.NotUTF8, facts.HeadErr = readHead(line)
+		var rest bool
+		facts.Head, facts.NotUTF8, rest, facts.HeadErr = readHead(line)
 		if facts.HeadErr == nil && facts.Head.Event == wire.EventHostRequest {
 			_, facts.Served = g.Handlers[facts.Head.Type]
 			facts.Seen = g.ids.has(facts.Head.ID)
@@ -220,7 +224,7 @@ func (g *Gate) read(ctx context.Context, r *wire.Reader, p *pool) error {
 			}
 			return pf
 		case Accept:
-			j := job{head: facts.Head, line: line.Bytes, cost: holdCost(line), release: line.Release}
+			j := job{head: facts.Head, line: line.Bytes, cost: holdCost(line), release: line.Release, checkRest: rest}
 			if j.cost < int64(line.Block()) {
 				j.line, j.release = bytes.Clone(line.Bytes), nil
 				line.Release()
@@ -250,18 +254,29 @@ func (g *Gate) read(ctx context.Context, r *wire.Reader, p *pool) error {
 
 // readHead reads a line's head. A line that is not UTF-8 still has a readable head when every
 // member of the head comes before the first invalid byte: the head is returned with notUTF8.
-// A line within the limit is checked whole; an oversized one only in the head that was kept.
-func readHead(line wire.Line) (h wire.Head, notUTF8 bool, err error) {
+// An oversized line is checked only in the head that was kept. A host request's bytes past
+// its head are left unchecked (rest): the worker that serves it checks them before its
+// handler sees the line, so the one reader never scans a large request twice while the
+// workers wait. Any other line within the limit is checked whole here.
+func readHead(line wire.Line) (h wire.Head, notUTF8, rest bool, err error) {
 	if line.Oversize() {
 		h, err = wire.ReadHead(line.Head, false)
-		return h, false, err
+		return h, false, false, err
 	}
 	// The head is the line's first wire.MaxHead bytes: complete only when that is all of it;
-	// else it may end inside a character.
+	// else it may end inside a character. ReadHead checks the head's own bytes.
 	complete := len(line.Head) == len(line.Bytes)
-	if utf8.Valid(line.Bytes) {
-		h, err = wire.ReadHead(line.Head, complete)
-		return h, false, err
+	if h, err = wire.ReadHead(line.Head, complete); err == nil {
+		switch {
+		case complete:
+			return h, false, false, nil
+		case h.Event == wire.EventHostRequest:
+			return h, false, true, nil
+		case utf8.Valid(line.Bytes):
+			return h, false, false, nil
+		}
+	} else if utf8.Valid(line.Bytes) {
+		return h, false, false, err
 	}
 	head := line.Head
 	if n := validPrefix(head); n < len(head) {
@@ -271,7 +286,18 @@ func readHead(line wire.Line) (h wire.Head, notUTF8 bool, err error) {
 	if err == nil && h.Rest < 0 {
 		err = &wire.ProtocolFault{Reason: "not UTF-8 within the head"}
 	}
-	return h, true, err
+	return h, true, false, err
+}
+
+// unchecked is where the bytes of a line readHead left to the worker begin: the reader
+// checked the head but for a character it may cut at its end (wire.ReadHead drops up to
+// utf8.UTFMax bytes there), so the rest starts at the first character before those.
+func unchecked(line []byte) int {
+	i := wire.MaxHead - utf8.UTFMax
+	for i > 0 && !utf8.RuneStart(line[i]) {
+		i--
+	}
+	return i
 }
 
 // validPrefix is the length of b's longest prefix that is UTF-8.
@@ -298,15 +324,25 @@ func (g *Gate) count(requests int, bytes int64) {
 
 // answer serves one accepted request and writes its one reply.
 func (g *Gate) answer(ctx context.Context, j job) {
-	reply := g.serve(ctx, j.head, j.line)
+	var reply *wire.Frame
+	if j.checkRest && !utf8.Valid(j.line[unchecked(j.line):]) {
+		// The admission the reader made, completed with the fact it left to the worker.
+		adm := Admit(FrameFacts{Head: j.head, Served: true, NotUTF8: true})
+		reply = wire.ErrorReply(j.head.ID, adm.Status, adm.Code, refusalText(adm, FrameFacts{Head: j.head}, int64(len(j.line))))
+	} else {
+		reply = g.serve(ctx, j.head, j.line)
+	}
 	if j.release != nil { // the request's line is no longer used
 		j.release()
 	}
-	// Until written, the reply is held instead of the request.
+	// The request is answered: it leaves the requests in flight before its reply is written,
+	// since a kernel that reads the reply may send its next request at once (its relay
+	// keeps at most wire.MaxHostRequests waiting, the gate's own bound). Until written, the
+	// reply is held instead of the request.
 	size := int64(len(reply.Body)) + int64(len(reply.ID))
-	g.count(0, size-j.cost)
+	g.count(-1, size-j.cost)
 	g.write(reply)
-	g.count(-1, -size)
+	g.count(0, -size)
 }
 
 func (g *Gate) write(f *wire.Frame) {

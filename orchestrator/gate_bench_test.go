@@ -99,45 +99,70 @@ func BenchmarkGateStream(b *testing.B) {
 	}
 }
 
-// BenchmarkGateHostRequest: host requests admitted, each handled and answered. Every frame
-// has a fresh id.
+// BenchmarkGateHostRequest: host requests admitted, each handled and answered, every id
+// fresh, sent as a kernel's relay sends them: at most wire.MaxHostRequests waiting for their
+// replies at once (a program asks, then waits). refused/op counts the busy refusals, which a
+// kernel keeping that bound never gets.
 func BenchmarkGateHostRequest(b *testing.B) {
 	for _, n := range frameSizes {
-		b.Run(sizeName(n), func(b *testing.B) {
-			pr, pw, err := os.Pipe()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer pr.Close()
-			line := hostRequestLine(n)
-			b.SetBytes(int64(len(line)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			go func() { // each frame gets a fresh id, written in place
-				defer pw.Close()
-				for i := 0; i < b.N; i++ {
-					for j, k := idAt+9, i; j >= idAt; j, k = j-1, k/10 {
-						line[j] = byte('0' + k%10)
-					}
-					if _, err := pw.Write(line); err != nil {
-						return
-					}
-				}
-			}()
-			var refused atomic.Int64
-			g := &Gate{
-				Handlers: map[string]Handler{"fs.write": func(context.Context, HostRequest) (any, error) { return nil, nil }},
-				Reply: func(f *wire.Frame) error {
-					if f.Status != wire.StatusOK {
-						refused.Add(1)
-					}
-					return nil
-				},
-			}
-			if err := g.Run(context.Background(), wire.NewReader(pr)); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(refused.Load())/float64(b.N), "refused/op")
-		})
+		b.Run(sizeName(n), func(b *testing.B) { benchHostRequests(b, n, wire.MaxHostRequests) })
 	}
+}
+
+// BenchmarkGateHostRequestFlood: the same from a kernel that never waits for a reply, as a
+// hostile one may: past the gate's bounds requests are refused busy (refused/op), and the
+// reader is never held.
+func BenchmarkGateHostRequestFlood(b *testing.B) {
+	for _, n := range frameSizes {
+		b.Run(sizeName(n), func(b *testing.B) { benchHostRequests(b, n, 0) })
+	}
+}
+
+// benchHostRequests writes b.N host requests of n bytes, at most window unanswered at once
+// (0: no bound), through a pipe into a gate.
+func benchHostRequests(b *testing.B, n, window int) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pr.Close()
+	var slots chan struct{}
+	if window > 0 {
+		slots = make(chan struct{}, window)
+	}
+	line := hostRequestLine(n)
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	go func() { // each frame gets a fresh id, written in place
+		defer pw.Close()
+		for i := 0; i < b.N; i++ {
+			if slots != nil {
+				slots <- struct{}{}
+			}
+			for j, k := idAt+9, i; j >= idAt; j, k = j-1, k/10 {
+				line[j] = byte('0' + k%10)
+			}
+			if _, err := pw.Write(line); err != nil {
+				return
+			}
+		}
+	}()
+	var refused atomic.Int64
+	g := &Gate{
+		Handlers: map[string]Handler{"fs.write": func(context.Context, HostRequest) (any, error) { return nil, nil }},
+		Reply: func(f *wire.Frame) error {
+			if f.Status != wire.StatusOK {
+				refused.Add(1)
+			}
+			if slots != nil {
+				<-slots
+			}
+			return nil
+		},
+	}
+	if err := g.Run(context.Background(), wire.NewReader(pr)); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(refused.Load())/float64(b.N), "refused/op")
 }

@@ -327,13 +327,25 @@ const cutHead = `{"event":"host_request","id":"1","type":"a","body":"`
 //
 // law: proto_one_reply_each
 func TestGateNotUTF8Refused(t *testing.T) {
-	for _, tc := range []struct{ name, line, code string }{
+	cases := []struct{ name, line, code string }{
 		{"body", "{\"event\":\"host_request\",\"id\":\"1\",\"type\":\"a\",\"body\":{\"say\":\"\xff\"}}", CodeNotUTF8},
 		{"type after a bad member", "{\"event\":\"host_request\",\"id\":\"1\",\"x\":\"\xc3\",\"type\":\"a\"}", CodeNotUTF8},
 		{"past the head", `{"event":"host_request","id":"1","type":"a","body":"` + strings.Repeat("x", wire.MaxHead) + "\xff\"}", CodeNotUTF8},
 		// é's first byte is the head's last.
 		{"cut character", cutHead + strings.Repeat("x", wire.MaxHead-1-len(cutHead)) + `é"}`, ""},
-	} {
+	}
+	// Around the end of the head, where the reader's check ends and the worker's begins: a
+	// character of every width at every offset is taken, a bad byte refused.
+	for at := wire.MaxHead - 9; at <= wire.MaxHead+3; at++ {
+		pad := strings.Repeat("x", at-len(cutHead))
+		for _, c := range []string{"é", "€", "😀"} {
+			cases = append(cases, struct{ name, line, code string }{fmt.Sprintf("%q at %d", c, at), cutHead + pad + c + `"}`, ""})
+		}
+		for _, bad := range []string{"\xff", "\xe2\x82", "\x80"} {
+			cases = append(cases, struct{ name, line, code string }{fmt.Sprintf("%q at %d", bad, at), cutHead + pad + bad + `"}`, CodeNotUTF8})
+		}
+	}
+	for _, tc := range cases {
 		next := `{"event":"host_request","id":"2","type":"a"}`
 		replies, handled, _, err := gateRun(t, []byte(tc.line+"\n"+next+"\n"), 6000, nil, nil)
 		if err != nil {

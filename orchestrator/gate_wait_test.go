@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -298,4 +299,54 @@ func TestGateEndCancelsHandlers(t *testing.T) {
 		t.Fatalf("reply %+v", f)
 	}
 	p.end()
+}
+
+// A kernel keeps at most as many requests waiting as the gate serves at once, and sends the
+// next as soon as it reads a reply: a request leaves the count in flight before its reply is
+// written, so that next one is never refused busy, however the goroutines are scheduled.
+// law: request_not_held_back
+func TestGateReplyFreesItsPlaceFirst(t *testing.T) {
+	const n = 20
+	read := make(chan struct{}, n)
+	replies := make(chan string, 2*n)
+	var p *pipeGate
+	g := &Gate{
+		MaxInFlight: 1,
+		Handlers:    map[string]Handler{"a": func(context.Context, HostRequest) (any, error) { return nil, nil }},
+		Read:        func() { read <- struct{}{} },
+		Reply: func(f *wire.Frame) error {
+			code := f.Status
+			if f.Error != nil {
+				code = f.Error.Code
+			}
+			if i, _ := strconv.Atoi(f.ID); i < n && f.Status == wire.StatusOK {
+				// The kernel reads this reply and sends its next request at once, while
+				// the reply is still being written.
+				p.send(fmt.Sprintf(`{"event":"host_request","id":"%d","type":"a"}`, i+1))
+				<-read
+			}
+			replies <- f.ID + ":" + code
+			return nil
+		},
+	}
+	p = startPipeGate(t, g, wire.MaxLine)
+	p.send(`{"event":"host_request","id":"1","type":"a"}`)
+	<-read
+	var got, want []string
+	for i := 1; i <= n; i++ {
+		want = append(want, fmt.Sprintf("%d:ok", i))
+		select {
+		case r := <-replies:
+			got = append(got, r)
+		case <-time.After(guard):
+			t.Fatalf("replies %v, then none", got)
+		}
+	}
+	if !sameMultiset(got, want) {
+		t.Fatalf("replies %v, want %v", got, want)
+	}
+	p.w.Close()
+	if err := <-p.done; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -42,8 +42,12 @@ type relay struct {
 
 	mu      sync.Mutex
 	pending map[string]chan wire.Frame // host replies awaited, by id; guarded by mu
-	conns   map[net.Conn]bool          // guarded by mu
-	closed  bool                       // guarded by mu
+	// slots holds a token for each request sent and not yet answered: at most
+	// wire.MaxHostRequests, the host's own bound, so a sandbox with many programs asking at
+	// once waits here instead of being refused busy.
+	slots  chan struct{}
+	conns  map[net.Conn]bool // guarded by mu
+	closed bool              // guarded by mu
 
 	stop chan struct{} // closed by close
 	wg   sync.WaitGroup
@@ -75,6 +79,7 @@ func listenRelay(tmp string, out *output, log *slog.Logger) (*relay, error) {
 		log:     log,
 		prefix:  "h" + hex.EncodeToString(b[:]) + "-",
 		pending: make(map[string]chan wire.Frame),
+		slots:   make(chan struct{}, wire.MaxHostRequests),
 		conns:   make(map[net.Conn]bool),
 		stop:    make(chan struct{}),
 	}
@@ -151,6 +156,12 @@ func (r *relay) relayLine(line wire.Line) wire.Frame {
 	}
 	if req.Type == "" {
 		return refuse(CodeBadRequest, "request without a type")
+	}
+	select {
+	case r.slots <- struct{}{}:
+		defer func() { <-r.slots }()
+	case <-r.stop:
+		return refuse(CodeIO, "the kernel is shutting down")
 	}
 	id := r.prefix + strconv.FormatUint(r.seq.Add(1), 10)
 	ch := make(chan wire.Frame, 1)

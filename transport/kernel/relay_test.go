@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +228,58 @@ func TestHostRequestAtShutdown(t *testing.T) {
 	line, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil || !strings.Contains(line, `"io"`) {
 		t.Errorf("reply at shutdown %q %v", line, err)
+	}
+}
+
+// A sandbox with more programs asking at once than the host serves at once: the kernel keeps
+// at most wire.MaxHostRequests waiting for their replies and holds the rest until a reply
+// comes, so none is refused busy by the host; every program gets its own answer.
+// law: request_not_held_back
+func TestHostRequestsBoundedByTheKernel(t *testing.T) {
+	k := startKernel(t, "")
+	sock := k.hello().HostSocket
+	const n = wire.MaxHostRequests + 16
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte(`{"type":"fs.read","body":{"i":` + strconv.Itoa(i) + "}}\n")); err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
+	}
+	var waiting []wire.Frame
+	for len(waiting) < wire.MaxHostRequests {
+		f, ok := k.hostRequest(20 * time.Second)
+		if !ok {
+			t.Fatalf("%d host requests came, want %d", len(waiting), wire.MaxHostRequests)
+		}
+		waiting = append(waiting, f)
+	}
+	// Absence can only be seen by waiting: under load this passes when it should not, never
+	// the other way.
+	if f, ok := k.hostRequest(300 * time.Millisecond); ok {
+		t.Fatalf("host request %s sent with %d already waiting", f.ID, len(waiting))
+	}
+	for answered := 0; answered < n; answered++ {
+		f := waiting[0]
+		waiting = waiting[1:]
+		k.send(&wire.Frame{Event: wire.EventReply, ID: f.ID, Status: wire.StatusOK, Body: f.Body})
+		if answered+len(waiting)+1 < n {
+			next, ok := k.hostRequest(20 * time.Second)
+			if !ok {
+				t.Fatalf("no host request after %d answers", answered+1)
+			}
+			waiting = append(waiting, next)
+		}
+	}
+	for i, c := range conns {
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil || !strings.Contains(line, `"body":{"i":`+strconv.Itoa(i)+"}") {
+			t.Errorf("program %d got %q, %v", i, line, err)
+		}
 	}
 }

@@ -16,6 +16,10 @@ const (
 	MaxLine       = 32 << 20 // the longest line a reader takes whole, newline excluded
 	MaxHead       = 4 << 10  // the part of an over-long line that is read
 	RememberedIDs = 1024     // how many host-request ids the gate remembers
+	// MaxHostRequests is how many host requests a kernel has waiting for their replies at
+	// once, and so how many the host serves at once: a program past it waits in the kernel
+	// for a reply to come, it is not refused.
+	MaxHostRequests = 64
 )
 
 // Events.
