@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/paddockhq/paddock/script"
 	"github.com/paddockhq/paddock/transport/wire"
 )
 
@@ -24,6 +25,7 @@ type execution struct {
 	started chan struct{} // closed once every command has started or failed to
 	pgid    int           // the pipeline's process group, 0 when nothing started; set before started closes
 	done    chan struct{} // closed when every process has ended and every stream is drained
+	interp  *interpreter  // a script, or a judged exec: its shell; else nil
 }
 
 func newExecution(id string, req wire.Exec) *execution {
@@ -55,7 +57,8 @@ type command struct {
 	path  string   // the program
 	argv  []string // its arguments, argv[0] first
 	env   []string
-	skip  bool // it does not run; its status is already set
+	skip  bool              // it does not run; its status is already set
+	shell *script.Invocation // a shell reading a script, which the kernel interprets
 }
 
 // fdSet is the child-side descriptors of a pipeline, which the kernel closes once the
@@ -74,6 +77,9 @@ func (s *fdSet) closeAll() {
 // run runs one pipeline and gives every command's status, after every stream frame of
 // it has been written.
 func (s *server) run(e *execution) (*wire.ExecResult, error) {
+	if e.req.Script != "" {
+		return s.runScript(e)
+	}
 	x := &e.req
 	cwd, err := execDir(x.Cwd)
 	if err != nil {
@@ -174,6 +180,13 @@ func (s *server) run(e *execution) (*wire.ExecResult, error) {
 			}
 			c.argv = append([]string{name, "-c"}, cmd.Argv...)
 		}
+		if x.Judged && !x.Shell {
+			getenv := func(k string) string { v, _ := lookupEnv(c.env, k); return v }
+			if inv, ok := script.Shell(c.argv, getenv); ok {
+				c.shell = &inv
+				continue
+			}
+		}
 		path, ns := lookPath(name, pathEnv, cwd, hasPath)
 		if ns != nil {
 			statuses[i] = wire.ExitStatus{Code: ns.code, Error: ns.msg}
@@ -185,6 +198,7 @@ func (s *server) run(e *execution) (*wire.ExecResult, error) {
 
 	// The processes, all in the process group of the first one started.
 	waits := make([]<-chan syscall.WaitStatus, n)
+	shells := make([]<-chan int, n)
 	s.reaper.begin()
 	if s.isClosing() {
 		s.reaper.end()
@@ -193,6 +207,14 @@ func (s *server) run(e *execution) (*wire.ExecResult, error) {
 	leader := 0
 	for i, c := range cmds {
 		if c.skip {
+			continue
+		}
+		if c.shell != nil {
+			var fds [3]int
+			for j := range fds {
+				fds[j] = c.slots[j].fd
+			}
+			shells[i] = s.judgedShell(e, *c.shell, cwd, c.env, fds)
 			continue
 		}
 		files := make([]uintptr, len(c.slots))
@@ -239,8 +261,11 @@ func (s *server) run(e *execution) (*wire.ExecResult, error) {
 	}
 	pumping = true
 	for i, ch := range waits {
-		if ch != nil {
+		switch {
+		case ch != nil:
 			statuses[i] = exitStatus(<-ch)
+		case shells[i] != nil:
+			statuses[i] = wire.ExitStatus{Code: <-shells[i]}
 		}
 	}
 	pumps.Wait()

@@ -50,6 +50,7 @@ type record struct {
 	seq   uint64
 	id    string
 	event string
+	step  int // a judge's number
 	data  int // a stream frame's output bytes
 	line  []byte
 }
@@ -79,7 +80,7 @@ func (j *journal) write(f *wire.Frame) error {
 		j.room.Wait()
 	}
 	j.seq++
-	j.frames = append(j.frames, record{seq: j.seq, id: f.ID, event: f.Event, data: len(f.Data), line: line})
+	j.frames = append(j.frames, record{seq: j.seq, id: f.ID, event: f.Event, step: f.Step, data: len(f.Data), line: line})
 	j.unacked += len(line)
 	if j.conn != nil {
 		if _, err := j.conn.Write(line); err != nil {
@@ -104,6 +105,25 @@ func (j *journal) ended(id string) {
 		h.running = false
 	}
 	j.mu.Unlock()
+}
+
+// judged drops an exec's judge that has had its verdict: a host that connects anew is sent
+// only the judges still waiting, never one to decide again.
+func (j *journal) judged(id string, step int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for i, e := range j.frames {
+		if e.event == wire.EventJudge && e.id == id && e.step == step {
+			if e.seq > j.acked {
+				j.unacked -= len(e.line)
+			} else {
+				j.heldBytes -= len(e.line)
+			}
+			j.frames = slices.Delete(j.frames, i, i+1)
+			j.room.Broadcast()
+			return
+		}
+	}
 }
 
 // ack takes a host's acknowledgement.

@@ -23,6 +23,7 @@ const (
 	answer                     // the host's reply to a host request: route it to the waiting program
 	refuse                     // an error reply to the line's id, nothing else
 	acknowledge                // the host's ack (a listening kernel): what it handled
+	judged                     // the host's verdict on a judge: route it to the waiting command
 	ignore                     // nothing to reply to: a diagnostic on stderr
 )
 
@@ -41,7 +42,7 @@ var served = map[string]bool{
 // decision is the verdict on one line with what acting on it needs.
 type decision struct {
 	verdict verdict
-	frame   wire.Frame  // serve, answer: the decoded frame
+	frame   wire.Frame  // serve, answer, judged: the decoded frame
 	id      string      // refuse: the id the error reply carries
 	err     *wire.Error // refuse: the error
 	reason  string      // ignore: why, for the diagnostic
@@ -74,6 +75,10 @@ func decide(line wire.Line) decision {
 		return decision{verdict: ignore, reason: "reply without an id"}
 	case f.Event == wire.EventAck && f.ID == "":
 		return decision{verdict: acknowledge, frame: f}
+	case f.Event == wire.EventVerdict && f.ID != "" && f.Step > 0:
+		return decision{verdict: judged, frame: f}
+	case f.Event == wire.EventVerdict:
+		return decision{verdict: ignore, reason: "verdict without an exec id or judge number"}
 	case f.ID == "":
 		return decision{verdict: ignore, reason: "frame " + strconv.Quote(f.Event) + " without an id"}
 	case f.Event != wire.EventRequest:
@@ -122,6 +127,22 @@ const maxFD = 255
 
 // checkExec refuses an exec request that cannot be run as asked.
 func checkExec(x *wire.Exec) *wire.Error {
+	if x.Script != "" {
+		switch {
+		case len(x.Commands) > 0 || x.Shell:
+			return errorf(CodeBadRequest, "exec: a script has no commands of its own")
+		case strings.IndexByte(x.Script, 0) >= 0:
+			return errorf(CodeBadRequest, "exec: the script holds a NUL byte")
+		case strings.IndexByte(x.Cwd, 0) >= 0:
+			return errorf(CodeBadRequest, "exec: cwd holds a NUL byte")
+		}
+		for _, p := range x.Params {
+			if strings.IndexByte(p, 0) >= 0 {
+				return errorf(CodeBadRequest, "exec: a parameter holds a NUL byte")
+			}
+		}
+		return checkEnv(x.Env)
+	}
 	if len(x.Commands) == 0 {
 		return errorf(CodeBadRequest, "exec: no commands")
 	}

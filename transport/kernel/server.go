@@ -100,6 +100,21 @@ func (s *server) handle(line wire.Line) {
 			return
 		}
 		s.out.j.ack(a)
+	case judged:
+		s.mu.Lock()
+		e := s.execs[d.frame.ID]
+		s.mu.Unlock()
+		var v wire.Verdict
+		if err := json.Unmarshal(d.frame.Body, &v); err != nil {
+			v = wire.Verdict{Code: "bad_verdict", Message: "the host's verdict does not decode"}
+		}
+		if e == nil || e.interp == nil || !e.interp.deliver(d.frame.Step, v) {
+			s.log.Warn("verdict for no judge waiting", "exec", d.frame.ID, "judge", d.frame.Step)
+			return
+		}
+		if s.out.j != nil {
+			s.out.j.judged(d.frame.ID, d.frame.Step)
+		}
 	case serve:
 		s.dispatch(d.frame)
 	}
@@ -185,6 +200,9 @@ func (s *server) prepare(f wire.Frame) (*execution, error) {
 		return nil, err
 	}
 	e := newExecution(f.ID, x)
+	if x.Script != "" || x.Judged {
+		e.interp = newInterpreter(s, e)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.execs[f.ID]; ok {
@@ -197,6 +215,10 @@ func (s *server) prepare(f wire.Frame) (*execution, error) {
 // finishExec forgets an exec that has ended, and its process group once it is empty.
 func (s *server) finishExec(e *execution) {
 	e.markStarted(0)
+	if e.interp != nil {
+		e.interp.cancel()
+		e.interp.forgetGroups()
+	}
 	close(e.done)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -245,6 +267,14 @@ func (s *server) signal(raw json.RawMessage) (any, error) {
 	case <-e.done:
 		return nil, errorf(CodeNotFound, "exec %q has ended", req.Target)
 	default:
+	}
+	if in := e.interp; in != nil {
+		// The shell stops, and so does every process it started; a pipeline's own processes
+		// get the signal below.
+		in.stop(sig)
+		if e.pgid == 0 {
+			return struct{}{}, nil
+		}
 	}
 	if e.pgid == 0 {
 		return nil, errorf(CodeNotFound, "exec %q started no process", req.Target)

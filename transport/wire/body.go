@@ -11,6 +11,17 @@ type Exec struct {
 	Env      []string  `json:"env"`             // the whole environment, NAME=value
 	Commands []Command `json:"commands"`        // at least one
 	Shell    bool      `json:"shell,omitempty"` // Commands[0].Argv[0] is a script for bash -c (sh -c without bash)
+	// Script, when set, is a shell script the kernel interprets itself (Commands is then
+	// empty): every simple command it would run, and every file it would open for a
+	// redirection or a source, is judged by the host first (Judge), and runs only on a
+	// verdict to run. Its output streams as step 0's.
+	Script string `json:"script,omitempty"`
+	// Params are a Script's positional parameters ($1…); Params[0] is $0.
+	Params []string `json:"params,omitempty"`
+	// Judged: a command that is a shell reading a script (sh -c SCRIPT, bash FILE, a shell
+	// reading standard input) is not run as a program: the kernel interprets its script as
+	// it does Script, judging each command.
+	Judged bool `json:"judged,omitempty"`
 	// Prefix begins the messages the kernel itself writes on a command's standard error (a
 	// redirection that fails); "": "paddock-kernel: ".
 	Prefix string `json:"prefix,omitempty"`
@@ -128,4 +139,41 @@ type HeldExec struct {
 type Ack struct {
 	Seq  uint64   `json:"seq"`
 	Done []string `json:"done,omitempty"`
+}
+
+// Kinds of a Judge.
+const (
+	JudgeProgram  = "program"  // a program the shell runs
+	JudgeBuiltin  = "builtin"  // a builtin of the shell (echo, cd, read, export…), run by the kernel
+	JudgeFunction = "function" // a function the script defined
+	JudgeShell    = "shell"    // a shell reading a script, which the kernel interprets instead
+	JudgeOpen     = "open"     // a file the shell opens: a redirection, or a file it sources
+)
+
+// Judge is a kernel's question to its host before a script it interprets does something
+// (event judge: its id is the exec's, Step numbers the judges of the exec from 1). The host
+// answers each with one Verdict (event verdict, the same id and Step).
+type Judge struct {
+	Kind string   `json:"kind"`
+	Argv []string `json:"argv,omitempty"` // the command's words, expanded
+	// Env is the exported variables the command runs with that are not the exec's own
+	// (added or changed since it started), NAME=value, sorted.
+	Env []string `json:"env,omitempty"`
+	Cwd string   `json:"cwd"`
+	// An open: the file (absolute) and how: < reads, > truncates or creates, >> appends.
+	Path string `json:"path,omitempty"`
+	Op   string `json:"op,omitempty"`
+	FD   int    `json:"fd,omitempty"`
+}
+
+// Verdict is the host's answer to a Judge.
+type Verdict struct {
+	Run bool `json:"run"`
+	// A program that runs: the words and the environment entries (NAME=value, added to its
+	// own) to run it with; the words are the judged ones when Argv is empty.
+	Argv []string `json:"argv,omitempty"`
+	Env  []string `json:"env,omitempty"`
+	// Refused: why, for the agent. The script ends at once.
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
 }

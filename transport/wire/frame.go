@@ -32,6 +32,9 @@ const (
 	EventAttach = "attach" // host -> kernel: the first line of a connection, with the key
 	EventResume = "resume" // kernel -> host: the first frame of a connection (Resume)
 	EventAck    = "ack"    // host -> kernel: what the host has handled (Ack); no reply
+	// A kernel interpreting a script asks before each command (Judge), and is answered:
+	EventJudge   = "judge"   // kernel -> host: a command of an exec to judge; one verdict each
+	EventVerdict = "verdict" // host -> kernel: the answer to a judge (Verdict)
 )
 
 // Reply statuses.
