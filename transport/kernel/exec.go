@@ -57,7 +57,7 @@ type command struct {
 	path  string   // the program
 	argv  []string // its arguments, argv[0] first
 	env   []string
-	skip  bool              // it does not run; its status is already set
+	skip  bool               // it does not run; its status is already set
 	shell *script.Invocation // a shell reading a script, which the kernel interprets
 }
 

@@ -87,7 +87,7 @@ func TestScriptJudgesEveryCommand(t *testing.T) {
 	k := startKernel(t, "")
 	for _, tc := range []struct {
 		name, src, out string
-		want         []string // the judges, in order, that must appear
+		want           []string // the judges, in order, that must appear
 	}{
 		{"loop", `for f in a b; do cat "$f"; done`, "A\nB\n", []string{"program cat a", "program cat b"}},
 		{"built words", `for f in ~/x; do cat ${f%x}a; done`, "A\n", []string{"program cat " + dir + "/a"}},
