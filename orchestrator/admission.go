@@ -75,7 +75,8 @@ type Admission struct {
 //     effect: the reader never waits for a handler, since it also carries the replies a
 //     handler may be waiting for;
 //   - every other host request is accepted: exactly one handler, one reply;
-//   - replies and stream chunks go to their request; an oversized stream chunk is dropped;
+//   - replies, stream chunks and judges go to their request; an oversized stream chunk is
+//     dropped (an oversized judge is refused there);
 //   - any other event needs no reply and is dropped.
 func Admit(f FrameFacts) Admission {
 	if f.HeadErr != nil || (f.NotUTF8 && f.Head.Event != wire.EventHostRequest) {
@@ -105,7 +106,9 @@ func Admit(f FrameFacts) Admission {
 			return Admission{Action: Drop, Code: CodeTooLarge}
 		}
 		return Admission{Action: Route}
-	case wire.EventReply:
+	case wire.EventReply, wire.EventJudge:
+		// A judge is routed to its exec's call, which answers it with one verdict; one the
+		// host cannot read is refused there (conn.routeJudge).
 		return Admission{Action: Route}
 	}
 	return Admission{Action: Drop}

@@ -339,8 +339,11 @@ func TestFileAccessAsks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := openLocal(t, t.TempDir(), Config{Env: []string{"PATH=/usr/bin:/bin", "HOME=" + home}})
-	read := kernel + ` host fs.read '{"path":"` + filepath.Join(home, ".aws", "credentials") + `"}'`
+	ws := t.TempDir()
+	s := openLocal(t, ws, Config{Env: []string{"PATH=/usr/bin:/bin", "HOME=" + home}})
+	// The request's body comes from a file: a step naming the secret would be asked itself.
+	os.WriteFile(filepath.Join(ws, "req.json"), []byte(`{"path":"`+filepath.Join(home, ".aws", "credentials")+`"}`), 0o644)
+	read := kernel + ` host fs.read - < req.json`
 	ctx := context.Background()
 	res, err := s.Bash(ctx, read)
 	if err != nil {

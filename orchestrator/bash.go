@@ -29,7 +29,8 @@ type Step struct {
 	Assigns   []string   // NAME=value before the command
 	Redirects []Redirect // in order
 	Cwd       string     // sandbox path the step starts in
-	Shell     bool       // the whole script, run by bash -c in the sandbox
+	Shell     bool       // the whole script, run by the kernel's shell, each command judged as it runs
+	Builtin   bool       // a builtin the kernel's shell runs (a command of a Shell step)
 	Script    *script.Script
 	Node      *syntax.Stmt // the step's statement (nil for a shell step)
 	Command   string       // the step as shown to a person
@@ -152,6 +153,8 @@ type runner struct {
 	cwd    string
 	vars   map[string]expand.Variable
 	status int
+	// approved is the environment the steps of the kernel's shell were decided with (judge).
+	approved map[string]string
 
 	mu      sync.Mutex
 	res     *Result    // guarded by mu
@@ -273,16 +276,19 @@ func (r *runner) refuse(step Step, v Verdict) {
 	r.setEnd(End{Kind: Refused, Status: RefusedStatus, Step: step.Index, Command: step.Command, Code: v.Code, Message: v.Message, Effects: v.Effects})
 }
 
-// shell runs a script outside the grammar as one step.
+// shell runs a script outside the grammar as one step: the kernel's shell interprets it, and
+// every command it runs is decided as it is about to run (judge), with the words it runs
+// with. A refusal stops the script there.
 func (r *runner) shell(ctx context.Context) (stop bool, err error) {
 	r.at(0)
 	step := Step{Argv: []string{r.sc.Source}, Cwd: r.cwd, Shell: true, Script: r.sc, Command: r.sc.Source}
-	v := r.decide(ctx, step)
-	if !v.Run {
-		r.refuse(step, v)
-		return true, nil
+	if err := r.exec(ctx, []Step{step}, [][]string{nil}); err != nil {
+		return false, err
 	}
-	return false, r.exec(ctx, []Step{step}, [][]string{v.Effects})
+	r.mu.Lock()
+	refused := r.res.End.Kind == Refused
+	r.mu.Unlock()
+	return refused, nil
 }
 
 // plan expands one command of the grammar into the step it will run.
@@ -442,11 +448,20 @@ func (r *runner) setVar(k, v string, exported bool) {
 func (r *runner) exec(ctx context.Context, steps []Step, effects [][]string) error {
 	// The kernel opens redirections relative to the working directory, named as the script
 	// wrote them, so that its messages read as bash's do.
-	x := wire.Exec{Cwd: r.cwd, Env: append(r.environ(), policy.StepEnv...), Shell: steps[0].Shell}
+	// Every exec is judged: a shell one of its commands would start (sh -c, bash FILE) is
+	// the kernel's to interpret, each of its commands decided here as it runs.
+	x := wire.Exec{Cwd: r.cwd, Env: append(r.environ(), policy.StepEnv...), Judged: true}
 	if n := steps[0].Node; n != nil {
 		x.Prefix = fmt.Sprintf("bash: line %d: ", n.Pos().Line())
 	}
+	if steps[0].Shell {
+		x.Script, x.Params = r.sc.Source, []string{"bash"}
+		steps = steps[:1]
+	}
 	for _, st := range steps {
+		if st.Shell {
+			break
+		}
 		cmd := wire.Command{Argv: st.Argv, Env: st.Assigns}
 		// A step runs none of the programs a file the sandbox can write configures: a git
 		// step none of the repository's (fsmonitor, hooks, pager, drivers, signature
@@ -480,7 +495,7 @@ func (r *runner) exec(ctx context.Context, steps []Step, effects [][]string) err
 		return err
 	}
 	at := r.written() // before the send: the exec's output may come at once
-	id, p, err := c.send(wire.TypeExec, x, run.stream)
+	id, p, err := c.sendExec(x, run.stream)
 	if err != nil {
 		return err
 	}
@@ -494,6 +509,8 @@ type running struct {
 	heads  []StepResult
 	outs   [][2]*output.Window
 	stream func(step, fd int, data []byte)
+	// judged are the effects of the commands the kernel's shell ran, for the shell step.
+	judged policy.Effects
 }
 
 // startRunning shows a pipeline's steps as running, with windows for their output.
@@ -554,7 +571,7 @@ func (r *runner) stopRunning() {
 
 // await waits for a pipeline's exec to reply and records each step's end.
 func (r *runner) await(ctx context.Context, c *conn, id string, p *call, run *running) error {
-	raw, err := c.await(ctx, id, p)
+	raw, err := c.await(ctx, id, p, func(jr judge) wire.Verdict { return r.judge(ctx, run, jr) })
 	defer r.ended(c, id)
 	if err != nil {
 		if pf := c.fault(); pf != nil {
@@ -582,6 +599,9 @@ func (r *runner) await(ctx context.Context, c *conn, id string, p *call, run *ru
 		}
 		res := run.heads[i]
 		res.Status, res.Signal = es.Code, es.Signal
+		if run.steps[i].Shell {
+			res.Effects = run.judged.Strings()
+		}
 		res.Stdout, res.Stderr = run.outs[i][0].Snapshot(), run.outs[i][1].Snapshot()
 		done = append(done, res)
 		r.status = es.Code
@@ -659,24 +679,44 @@ func (d dirEntry) Type() fs.FileMode {
 	return fs.ModeIrregular
 }
 
-// await waits for an exec's reply. When ctx ends first, the pipeline's process group is
-// signalled (TERM, then KILL after the kernel's grace) and its reply, which comes once every
-// process ended, is awaited a while longer.
-func (c *conn) await(ctx context.Context, id string, p *call) (json.RawMessage, error) {
-	select {
-	case f := <-p.reply:
-		return replyBody(f)
-	case <-ctx.Done():
+// await waits for an exec's reply, answering each judge its kernel asks meanwhile with
+// serve's verdict, one at a time, in the order asked. When ctx ends first, the pipeline's
+// process group and the kernel's shell are signalled (TERM, then KILL after the kernel's
+// grace) and its reply, which comes once every process ended, is awaited a while longer;
+// judges are refused then.
+func (c *conn) await(ctx context.Context, id string, p *call, serve func(judge) wire.Verdict) (json.RawMessage, error) {
+	for done := false; !done; {
+		select {
+		case f := <-p.reply:
+			return replyBody(f)
+		case jr := <-p.judges:
+			c.answer(id, jr.n, serve(jr))
+		case <-ctx.Done():
+			done = true
+		}
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, _ = c.request(sctx, wire.TypeSignal, wire.Signal{Target: id, Signal: "TERM"}, nil)
-	select {
-	case f := <-p.reply:
-		if _, err := replyBody(f); err != nil {
-			return nil, err
+	for {
+		select {
+		case f := <-p.reply:
+			if _, err := replyBody(f); err != nil {
+				return nil, err
+			}
+			return nil, ctx.Err()
+		case jr := <-p.judges:
+			c.answer(id, jr.n, wire.Verdict{Code: "cancelled", Message: "the call ended before the command could run"})
+		case <-sctx.Done():
+			return nil, ctx.Err()
 		}
-	case <-sctx.Done():
 	}
-	return nil, ctx.Err()
+}
+
+// answer writes the verdict on one judge of an exec.
+func (c *conn) answer(exec string, n int, v wire.Verdict) {
+	b, _ := json.Marshal(v)
+	if err := c.write(&wire.Frame{Event: wire.EventVerdict, ID: exec, Step: n, Body: b}); err != nil {
+		c.log.Warn("verdict not written", "exec", exec, "judge", n, "err", err)
+	}
 }

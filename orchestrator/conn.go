@@ -72,6 +72,25 @@ const ackEvery = 20 * time.Millisecond
 type call struct {
 	reply  chan wire.Frame // gets exactly one frame
 	stream func(step, fd int, data []byte)
+	// judges gets the judges the kernel asks of an exec (judge frames), each to be answered
+	// with one verdict; nil for a request that has none, whose judges are refused.
+	judges chan judge
+}
+
+// judge is one judge a kernel asks of an exec: the command its shell would run, and the
+// judge's number within the exec.
+type judge struct {
+	n int
+	j wire.Judge
+}
+
+// judgeQueue bounds the judges of one exec waiting for the host: twice as many as a kernel
+// asks at once; past it a judge is refused.
+const judgeQueue = 32
+
+// newExecCall is the call of an exec whose commands the kernel may ask about.
+func newExecCall(stream func(step, fd int, data []byte)) *call {
+	return &call{reply: make(chan wire.Frame, 1), stream: stream, judges: make(chan judge, judgeQueue)}
 }
 
 // startConn starts reading k's frames through a gate serving handlers. adopt are calls
@@ -180,6 +199,10 @@ func (c *conn) route(h wire.Head, line wire.Line) {
 		delete(c.pending, h.ID)
 	}
 	c.mu.Unlock()
+	if h.Event == wire.EventJudge {
+		c.routeJudge(p, h, line)
+		return
+	}
 	if p == nil {
 		if c.resume != nil && c.read.Load() < uint64(c.resume.Replay) {
 			return // a frame sent again for an earlier host's request
@@ -213,6 +236,48 @@ func (c *conn) route(h wire.Head, line wire.Line) {
 	}
 }
 
+// routeJudge hands a judge to its exec's call. A judge that cannot be read, or of an exec
+// with no call that takes judges, or past the call's queue, is refused at once: every judge
+// gets one verdict, and the kernel's shell ends on a refusal.
+func (c *conn) routeJudge(p *call, h wire.Head, line wire.Line) {
+	refuse := func(code, msg string) {
+		c.log.Warn("judge refused", "exec", h.ID, "judge", h.Step, "code", code)
+		c.verdict(h.ID, h.Step, wire.Verdict{Code: code, Message: msg})
+	}
+	if h.Step <= 0 {
+		c.log.Warn("judge without a number dropped", "exec", h.ID)
+		return
+	}
+	if line.Oversize() {
+		refuse("too_large", fmt.Sprintf("the command is %d bytes, over the limit", line.Size))
+		return
+	}
+	f, err := wire.Decode(line.Bytes)
+	var j wire.Judge
+	if err == nil {
+		err = json.Unmarshal(f.Body, &j)
+	}
+	switch {
+	case err != nil:
+		refuse("bad_request", "the judge does not decode: "+err.Error())
+	case p == nil || p.judges == nil:
+		refuse("no_exec", "no exec of this host asks about its commands")
+	default:
+		select {
+		case p.judges <- judge{n: h.Step, j: j}:
+		default:
+			refuse("busy", "too many commands wait to be judged")
+		}
+	}
+}
+
+// verdict sends the answer to a judge. From the reading goroutine it is written by another,
+// so that a kernel slow to read holds back no frame the gate reads.
+func (c *conn) verdict(exec string, n int, v wire.Verdict) {
+	b, _ := json.Marshal(v)
+	go c.write(&wire.Frame{Event: wire.EventVerdict, ID: exec, Step: n, Body: b})
+}
+
 // request sends one request and waits for its reply; stream gets the request's stream
 // chunks, in order, before the reply returns. A reply with status error is returned as a
 // *wire.Error.
@@ -231,15 +296,24 @@ func (c *conn) request(ctx context.Context, typ string, body any, stream func(st
 
 // send sends one request; its reply comes on the call's channel.
 func (c *conn) send(typ string, body any, stream func(step, fd int, data []byte)) (string, *call, error) {
+	return c.sendCall(typ, body, &call{reply: make(chan wire.Frame, 1), stream: stream})
+}
+
+// sendExec sends an exec whose commands the kernel may ask about: its judges come on the
+// call's judges channel.
+func (c *conn) sendExec(x wire.Exec, stream func(step, fd int, data []byte)) (string, *call, error) {
+	return c.sendCall(wire.TypeExec, x, newExecCall(stream))
+}
+
+func (c *conn) sendCall(typ string, body any, p *call) (string, *call, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return "", nil, err
 	}
-	id, p, err := c.register()
+	id, err := c.register(p)
 	if err != nil {
 		return "", nil, err
 	}
-	p.stream = stream
 	if err := c.write(&wire.Frame{Event: wire.EventRequest, ID: id, Type: typ, Body: b}); err != nil {
 		c.mu.Lock()
 		if c.pending != nil {
@@ -251,19 +325,18 @@ func (c *conn) send(typ string, body any, stream func(step, fd int, data []byte)
 	return id, p, nil
 }
 
-// register makes a new call, under a fresh id, to which the reply with that id will go; its
-// request is not sent.
-func (c *conn) register() (string, *call, error) {
-	p := &call{reply: make(chan wire.Frame, 1)}
+// register gives a call a fresh id, to which the reply with that id will go; its request is
+// not sent.
+func (c *conn) register(p *call) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
-		return "", nil, c.err
+		return "", c.err
 	}
 	c.next++
 	id := c.prefix + strconv.FormatUint(c.next, 10)
 	c.pending[id] = p
-	return id, p, nil
+	return id, nil
 }
 
 // replyBody returns a reply's body, or its error.

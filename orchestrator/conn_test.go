@@ -91,7 +91,8 @@ func TestConnWriteStalls(t *testing.T) {
 		c := startConn(context.Background(), k, map[string]Handler{"big": big}, log, nil)
 		// A call in flight, only registered: on a pipe with no buffer its own request's
 		// write would stall first.
-		_, p, err := c.register()
+		p := &call{reply: make(chan wire.Frame, 1)}
+		_, err := c.register(p)
 		if err != nil {
 			t.Fatal(err)
 		}

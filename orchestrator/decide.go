@@ -73,11 +73,8 @@ func newPolicyGate(s *Session, p Policy) *policyGate {
 func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 	var e policy.Effects
 	var prefixes [][]string
-	if step.Shell {
-		e = policy.Check(g.pctx, step.Script).Effects
-		prefixes = policy.Parts(step.Script)
-	} else {
-		e = policy.StepEffects(g.pctx, policy.Step{Argv: step.Argv, Assigns: step.Assigns, Redirects: step.Redirects, Cwd: step.Cwd})
+	e = policy.StepEffects(g.pctx, policy.Step{Argv: step.Argv, Assigns: step.Assigns, Redirects: step.Redirects, Cwd: step.Cwd, Builtin: step.Builtin})
+	if len(step.Argv) > 0 {
 		prefixes = [][]string{step.Argv}
 	}
 	if g.keeper != nil {
@@ -117,7 +114,7 @@ func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 		r := g.s.route(ctx, q, e)
 		v.Run, v.Code = r.Run, r.Code
 		rec.Question, rec.DecidedBy, rec.At, rec.By, rec.Outcome = q.ID, r.Outcome, r.At, r.By, r.Outcome
-		if r.Run && r.Answer.ForSession && !step.Shell && len(step.Argv) > 0 {
+		if r.Run && r.Answer.ForSession && len(step.Argv) > 0 {
 			g.mu.Lock()
 			g.sessionRules = append(g.sessionRules, policy.ShellRule{Action: policy.AllowRule, Prefix: sessionPrefix(step.Argv), Source: "session",
 				Bounded: true, Within: e})

@@ -106,9 +106,12 @@ func TestSandboxSpawnEnvFileAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openLocal(t, f.ws, Config{Env: f.env})
+	// The requests' bodies come from files: a step naming the key would be asked itself.
+	os.WriteFile(filepath.Join(f.ws, "read.json"), []byte(`{"path":"`+f.creds+`"}`), 0o644)
 	req, _ := json.Marshal(SpawnRequest{Name: "kid", Env: []string{"HOME=/nonexistent"},
-		Script: kernel + ` host fs.read '{"path":"` + f.creds + `"}'`})
-	res, err := s.Bash(context.Background(), kernel+" host session.spawn "+policy.Quote([]string{string(req)}))
+		Script: kernel + ` host fs.read - < read.json`})
+	os.WriteFile(filepath.Join(f.ws, "spawn.json"), req, 0o644)
+	res, err := s.Bash(context.Background(), kernel+" host session.spawn - < spawn.json")
 	if err != nil || len(res.Steps) != 1 || res.Steps[0].Status != 0 {
 		t.Fatalf("%v %s", err, res)
 	}

@@ -112,7 +112,9 @@ func TestOwnPlacesKeptFromSession(t *testing.T) {
 			t.Errorf("%s: %s", script, res)
 		}
 	}
-	res, err := s.Bash(ctx, kernel+` host fs.read '{"path":"`+key+`"}'`)
+	// The body comes from a file: a step naming the key would be asked itself.
+	os.WriteFile(at("ws/read.json"), []byte(`{"path":"`+key+`"}`), 0o644)
+	res, err := s.Bash(ctx, kernel+` host fs.read - < read.json`)
 	if err != nil {
 		t.Fatal(err)
 	}

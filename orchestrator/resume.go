@@ -390,7 +390,7 @@ func (r *runner) adopt(js JobState, h wire.HeldExec) adopted {
 	// The messages the host writes itself after the reply (a redirection that failed) count
 	// on from the exec's output: one an earlier host wrote is not written again.
 	run.stream = stream
-	return adopted{running: run, p: &call{reply: make(chan wire.Frame, 1), stream: stream}}
+	return adopted{running: run, p: newExecCall(stream)}
 }
 
 // goOn runs a job taken up again to its end, on the session's lifetime.

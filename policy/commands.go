@@ -14,6 +14,7 @@ type use struct {
 	own   Effects
 	paths []string
 	reads []string
+	depth int // shells inside shells judged on the way here (opaqueShell)
 }
 
 // path adds one word that names a path.
@@ -94,6 +95,9 @@ type rule func(u *use, args []string)
 
 // evaluate judges argv by the table; a name with "/" or not in the table is exec.
 func evaluate(u *use, argv []string) {
+	if opaqueShell(u, argv, true) {
+		return
+	}
 	name := argv[0]
 	r, ok := table[name]
 	if strings.Contains(name, "/") || !ok {
@@ -272,10 +276,18 @@ starts:
 		i++
 	}
 	operands(u, args[start:min(i, len(args))], !contains(args[i:], "-files0-from"))
-	for _, w := range args[min(i, len(args)):] {
+	expr := args[min(i, len(args)):]
+	for j, w := range expr {
 		switch w {
 		case "-exec", "-execdir", "-ok", "-okdir":
 			u.own |= Exec
+			if j+1 < len(expr) && isShell(expr[j+1]) {
+				end := j + 1
+				for end < len(expr) && expr[end] != ";" && expr[end] != "+" {
+					end++
+				}
+				opaqueShell(u, expr[j+1:end], w == "-exec" || w == "-ok")
+			}
 		case "-delete", "-fls", "-fprint", "-fprint0", "-fprintf":
 			u.own |= Write
 		}

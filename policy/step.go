@@ -4,6 +4,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/paddockhq/paddock/script"
 )
 
 // Step is one step as it will run, after expansion: its words, its assignments, its
@@ -13,6 +15,9 @@ type Step struct {
 	Assigns   []string   `json:"assigns,omitempty"` // NAME=value, before the command
 	Redirects []Redirect `json:"redirects,omitempty"`
 	Cwd       string     `json:"cwd"`
+	// Builtin: the command is a builtin the kernel's shell runs itself (echo, cd, read,
+	// export…), judged by what the builtin does, not by a program of that name.
+	Builtin bool `json:"builtin,omitempty"`
 }
 
 // Redirect is one redirection of a step. Op is one of <, >, >>, >& and &>; for >& to a
@@ -51,9 +56,26 @@ func StepEffects(ctx *Context, s Step) Effects {
 	}
 	if len(s.Argv) > 0 {
 		u := use{ctx: ctx, dir: "."}
-		evaluate(&u, s.Argv)
+		words := s.Argv[1:]
+		getenv := func(name string) string {
+			if v, ok := lookupEnv(s.Assigns, name); ok {
+				return v
+			}
+			return ctx.Getenv(name)
+		}
+		switch {
+		case s.Builtin:
+			builtinEffects(&u, s.Argv)
+		case shellEffects(&u, s.Argv, getenv):
+			if inv, ok := script.Shell(s.Argv, getenv); ok && inv.Source != "" {
+				// The script is judged command by command as it runs, not as one word.
+				words = slices.DeleteFunc(slices.Clone(words), func(w string) bool { return w == inv.Source })
+			}
+		default:
+			evaluate(&u, s.Argv)
+		}
 		e |= u.own | ps.named(&u, u.own.Has(Write))
-		if !e.Has(Secret) && ps.anyWordSecret(s.Argv[1:], u.paths) {
+		if !e.Has(Secret) && ps.anyWordSecret(words, u.paths, ctx.home()) {
 			e |= Secret
 		}
 	}
@@ -67,15 +89,19 @@ func StepEffects(ctx *Context, s Step) Effects {
 // under one), whatever the command makes of it: the words of echo and printf reach xargs, sort
 // --files0-from and file -f through a pipe, and a program's own rule may take a word for an
 // option's value or pass over it. Each word counts as every path it may name (use.word),
-// and one that looks like an option also as it is, a path relative to the working directory
-// (cat -- -/../.ssh/id_rsa after mkdir -- -).
+// one that looks like an option also as it is, a path relative to the working directory
+// (cat -- -/../.ssh/id_rsa after mkdir -- -), and a word that holds a script or a command
+// line also by each path-like token in it (python3 -c "open('/root/.aws/credentials')").
 // judged are the paths the command's rule already named, which need no second look.
-func (ps *paths) anyWordSecret(words, judged []string) bool {
+func (ps *paths) anyWordSecret(words, judged []string, home string) bool {
 	u := use{dir: "."}
 	for _, w := range words {
 		u.word(w)
 		if len(w) > 1 && w[0] == '-' && w != "--" && strings.ContainsRune(w, '/') {
 			u.path(w)
+		}
+		for _, t := range tokens(w, home) {
+			u.word(t)
 		}
 	}
 	for _, p := range u.paths {

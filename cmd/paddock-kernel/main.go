@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 
 	"github.com/paddockhq/paddock/transport/kernel"
 	"github.com/paddockhq/paddock/transport/kernel/setid"
@@ -25,6 +26,14 @@ var version = ""
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "host" {
 		os.Exit(kernel.HostClient(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	if len(os.Args) == 3 && os.Args[1] == "shell" {
+		// The kernel's shell, which the kernel starts for a script it interprets.
+		fd, err := strconv.Atoi(os.Args[2])
+		if err != nil {
+			fd = -1
+		}
+		os.Exit(kernel.Shell(fd, 0))
 	}
 	flags := flag.NewFlagSet("paddock-kernel", flag.ContinueOnError)
 	flags.Usage = func() {

@@ -173,9 +173,10 @@ func runScripts(t *testing.T, glob string, setup func(e *testscript.Env) error, 
 // paddock policy check and paddock run agree on every corpus script: with the same
 // settings (the global file's auto set of read alone, an allow and a deny rule) and nobody
 // attached, the steps run reaches are those check says run, and the first it does not run is
-// the one check says asks (refused unanswered) or refuses (denied by the rule). Under an
-// auto set of read alone, only reads and steps with no effect run: nothing of the host
-// changes.
+// the one check says asks (refused unanswered) or refuses (denied by the rule); a script
+// outside the grammar, which the kernel's shell judges command by command, check judges as
+// a whole, and never more leniently. Under an auto set of read alone, only reads and steps
+// with no effect run: nothing of the host changes.
 func TestPolicyCheckAgreesWithRun(t *testing.T) {
 	bin := buildPaddock(t)
 	kernel, err := images.Default.Find(context.Background(), runtime.GOARCH)
@@ -230,6 +231,20 @@ func TestPolicyCheckAgreesWithRun(t *testing.T) {
 			}
 			if err := json.Unmarshal(rout, &res); err != nil {
 				t.Errorf("%q: paddock run --json: %v: %s", row.Command, err, rout)
+				continue
+			}
+			if got.Grammar == "exec" {
+				// The kernel's shell asks about each command as it runs, with the words it
+				// runs with; check judges the whole script at once, every command it may run,
+				// every branch. So check is the stricter: what it says runs, runs unasked,
+				// and where run refuses a command, check asks about (or refuses) the script.
+				v := got.Steps[0].Verdict
+				switch {
+				case v == "run" && res.End.Kind == "refused":
+					t.Errorf("%q: check says run, run refused it (%s)", row.Command, res.End.Code)
+				case res.End.Kind == "refused":
+					refused[res.End.Code]++
+				}
 				continue
 			}
 			reached := len(res.Steps)

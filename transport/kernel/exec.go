@@ -25,7 +25,7 @@ type execution struct {
 	started chan struct{} // closed once every command has started or failed to
 	pgid    int           // the pipeline's process group, 0 when nothing started; set before started closes
 	done    chan struct{} // closed when every process has ended and every stream is drained
-	interp  *interpreter  // a script, or a judged exec: its shell; else nil
+	judges  *judges       // a script, or a judged exec: its shells' judges; else nil
 }
 
 func newExecution(id string, req wire.Exec) *execution {
@@ -77,15 +77,23 @@ func (s *fdSet) closeAll() {
 // run runs one pipeline and gives every command's status, after every stream frame of
 // it has been written.
 func (s *server) run(e *execution) (*wire.ExecResult, error) {
-	if e.req.Script != "" {
-		return s.runScript(e)
-	}
 	x := &e.req
+	var scriptShell *script.Invocation
 	cwd, err := execDir(x.Cwd)
 	if err != nil {
 		return nil, err
 	}
-	n := len(x.Commands)
+	commands := x.Commands
+	if x.Script != "" {
+		// A script is one command: the kernel's shell, reading it.
+		params := x.Params
+		if len(params) == 0 {
+			params = []string{"bash"}
+		}
+		commands = []wire.Command{{Argv: []string{"bash", "-c", x.Script}}}
+		scriptShell = &script.Invocation{Source: x.Script, Params: params}
+	}
+	n := len(commands)
 	statuses := make([]wire.ExitStatus, n)
 	var fds fdSet // the children's ends; closed once they are started
 	defer fds.closeAll()
@@ -125,7 +133,7 @@ func (s *server) run(e *execution) (*wire.ExecResult, error) {
 
 	// Redirections, in order. One that fails keeps its command from running, as in a shell.
 	for i, c := range cmds {
-		if err := openRedirects(c, x.Commands[i].Redirects, cwd, &fds, msgPrefix(x)); err != nil {
+		if err := openRedirects(c, commands[i].Redirects, cwd, &fds, msgPrefix(x)); err != nil {
 			statuses[i] = wire.ExitStatus{Code: codeRedirect}
 			c.skip = true
 			s.complain(e.id, c, err.Error())
@@ -164,12 +172,8 @@ func (s *server) run(e *execution) (*wire.ExecResult, error) {
 		if c.skip {
 			continue
 		}
-		cmd := &x.Commands[i]
-		var own []string
-		if s.socket != "" {
-			own = []string{HostSocketEnv + "=" + s.socket}
-		}
-		c.env = mergeEnv(x.Env, cmd.Env, own)
+		cmd := &commands[i]
+		c.env = mergeEnv(x.Env, cmd.Env, s.ownEnv())
 		pathEnv, hasPath := lookupEnv(c.env, "PATH")
 		c.argv = cmd.Argv
 		name := c.argv[0]
@@ -180,12 +184,19 @@ func (s *server) run(e *execution) (*wire.ExecResult, error) {
 			}
 			c.argv = append([]string{name, "-c"}, cmd.Argv...)
 		}
-		if x.Judged && !x.Shell {
+		if scriptShell != nil {
+			c.shell = scriptShell
+		} else if x.Judged && !x.Shell {
 			getenv := func(k string) string { v, _ := lookupEnv(c.env, k); return v }
 			if inv, ok := script.Shell(c.argv, getenv); ok {
 				c.shell = &inv
-				continue
 			}
+		}
+		if c.shell != nil {
+			// The kernel's shell runs in its place (shell.go), its commands judged.
+			// Its channel is the first descriptor past the command's own.
+			c.path, c.argv = s.self, []string{"paddock-kernel", "shell", strconv.Itoa(max(len(c.slots), 3))}
+			continue
 		}
 		path, ns := lookPath(name, pathEnv, cwd, hasPath)
 		if ns != nil {
@@ -198,7 +209,6 @@ func (s *server) run(e *execution) (*wire.ExecResult, error) {
 
 	// The processes, all in the process group of the first one started.
 	waits := make([]<-chan syscall.WaitStatus, n)
-	shells := make([]<-chan int, n)
 	s.reaper.begin()
 	if s.isClosing() {
 		s.reaper.end()
@@ -209,17 +219,23 @@ func (s *server) run(e *execution) (*wire.ExecResult, error) {
 		if c.skip {
 			continue
 		}
-		if c.shell != nil {
-			var fds [3]int
-			for j := range fds {
-				fds[j] = c.slots[j].fd
-			}
-			shells[i] = s.judgedShell(e, *c.shell, cwd, c.env, fds)
-			continue
-		}
 		files := make([]uintptr, len(c.slots))
 		for j, sl := range c.slots {
 			files[j] = uintptr(sl.fd) // -1 closes it in the child
+		}
+		var channel *shellConn
+		if c.shell != nil {
+			child, kc, err := shellChannel()
+			if err != nil {
+				statuses[i] = wire.ExitStatus{Code: codeNotExecutable, Error: "paddock-kernel: shell: " + err.Error()}
+				continue
+			}
+			fds.add(child)
+			for len(files) < max(len(c.slots), 3) {
+				files = append(files, ^uintptr(0))
+			}
+			files = append(files, uintptr(child))
+			channel = kc
 		}
 		attr := &syscall.ProcAttr{
 			Dir:   cwd,
@@ -238,8 +254,18 @@ func (s *server) run(e *execution) (*wire.ExecResult, error) {
 			pid, ch, err = s.reaper.forkExec(sh, append([]string{"sh", c.path}, c.argv[1:]...), attr)
 		}
 		if err != nil {
+			if channel != nil {
+				channel.c.Close()
+			}
 			statuses[i] = startFailure(c.argv[0], err)
 			continue
+		}
+		if channel != nil {
+			s.handlers.Add(1)
+			go func() {
+				defer s.handlers.Done()
+				e.judges.serve(channel, *c.shell)
+			}()
 		}
 		if leader == 0 {
 			leader = pid
@@ -261,11 +287,8 @@ func (s *server) run(e *execution) (*wire.ExecResult, error) {
 	}
 	pumping = true
 	for i, ch := range waits {
-		switch {
-		case ch != nil:
+		if ch != nil {
 			statuses[i] = exitStatus(<-ch)
-		case shells[i] != nil:
-			statuses[i] = wire.ExitStatus{Code: <-shells[i]}
 		}
 	}
 	pumps.Wait()

@@ -26,6 +26,7 @@ type server struct {
 	reaper *reaper
 	relay  *relay // nil: no host socket
 	socket string // the host socket's path, given to every exec; "" without one
+	self   string // the kernel's own program, which runs its shell (shell.go)
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -57,6 +58,11 @@ func newServer(opts Options, out *output) *server {
 	}
 	s.execute = s.run
 	s.out = out
+	if p, err := os.Executable(); err == nil {
+		s.self = p
+	} else {
+		s.self = os.Args[0]
+	}
 	return s
 }
 
@@ -104,11 +110,7 @@ func (s *server) handle(line wire.Line) {
 		s.mu.Lock()
 		e := s.execs[d.frame.ID]
 		s.mu.Unlock()
-		var v wire.Verdict
-		if err := json.Unmarshal(d.frame.Body, &v); err != nil {
-			v = wire.Verdict{Code: "bad_verdict", Message: "the host's verdict does not decode"}
-		}
-		if e == nil || e.interp == nil || !e.interp.deliver(d.frame.Step, v) {
+		if e == nil || e.judges == nil || !e.judges.deliver(d.frame.Step, d.frame.Body) {
 			s.log.Warn("verdict for no judge waiting", "exec", d.frame.ID, "judge", d.frame.Step)
 			return
 		}
@@ -201,7 +203,7 @@ func (s *server) prepare(f wire.Frame) (*execution, error) {
 	}
 	e := newExecution(f.ID, x)
 	if x.Script != "" || x.Judged {
-		e.interp = newInterpreter(s, e)
+		e.judges = newJudges(s, f.ID)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -215,10 +217,6 @@ func (s *server) prepare(f wire.Frame) (*execution, error) {
 // finishExec forgets an exec that has ended, and its process group once it is empty.
 func (s *server) finishExec(e *execution) {
 	e.markStarted(0)
-	if e.interp != nil {
-		e.interp.cancel()
-		e.interp.forgetGroups()
-	}
 	close(e.done)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -267,14 +265,6 @@ func (s *server) signal(raw json.RawMessage) (any, error) {
 	case <-e.done:
 		return nil, errorf(CodeNotFound, "exec %q has ended", req.Target)
 	default:
-	}
-	if in := e.interp; in != nil {
-		// The shell stops, and so does every process it started; a pipeline's own processes
-		// get the signal below.
-		in.stop(sig)
-		if e.pgid == 0 {
-			return struct{}{}, nil
-		}
 	}
 	if e.pgid == 0 {
 		return nil, errorf(CodeNotFound, "exec %q started no process", req.Target)
