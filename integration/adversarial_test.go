@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -82,12 +83,17 @@ func (h *hostile) paddock(args ...string) (stdout, stderr string, code int) {
 }
 
 // host runs a program in the sandbox that asks the host: the kernel's host subcommand.
+// The body is a file of the workspace the program reads: a step whose words named a
+// host secret would be asked itself, before its request reached the host.
 func (h *hostile) host(typ string, body any) string {
 	b, _ := json.Marshal(body)
-	return h.kernel + " host " + typ + " " + shellQuote(string(b))
+	name := "req-" + randomName("") + ".json"
+	if err := os.WriteFile(filepath.Join(h.ws, name), b, 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+	return h.kernel + " host " + typ + " - < " + name
 }
 
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // intact fails the test when a host secret was changed or a marker made.
 func (h *hostile) intact() {
@@ -256,9 +262,22 @@ func attackFileRace(h *hostile) {
 	os.Mkdir(filepath.Join(h.ws, "d"), 0o755)
 	os.WriteFile(filepath.Join(h.ws, "d", "id_rsa"), []byte("safe\n"), 0o644)
 	os.WriteFile(filepath.Join(h.ws, "d", "authorized_keys"), []byte("safe\n"), 0o644)
+	// The swapper is a program of the agent's own: the shell judges every command with the
+	// words it runs with, so one naming the key would be refused before it ran; a program
+	// is code the policy does not read (exec), and the host's file requests are what stands
+	// against it. Its paths are hex, so that no word names them.
 	sshDir := filepath.Dir(h.key)
-	swap := "while :; do ln -sfn " + h.key + " x; echo safe > x.n; mv -f x.n x; " +
-		"mv d d.real; ln -sfn " + sshDir + " d; rm d; mv d.real d; done"
+	os.WriteFile(filepath.Join(h.ws, "swap.py"), []byte(fmt.Sprintf(`import os
+key, ssh = bytes.fromhex(%q).decode(), bytes.fromhex(%q).decode()
+def link(target, name):
+    try: os.remove(name + ".l")
+    except OSError: pass
+    os.symlink(target, name + ".l"); os.replace(name + ".l", name)
+while True:
+    link(key, "x"); open("x.n", "w").write("safe\n"); os.replace("x.n", "x")
+    os.rename("d", "d.real"); link(ssh, "d"); os.remove("d"); os.rename("d.real", "d")
+`, hex.EncodeToString([]byte(h.key)), hex.EncodeToString([]byte(sshDir)))), 0o644)
+	swap := "python3 swap.py"
 	var reqs strings.Builder
 	for range 150 {
 		reqs.WriteString(h.host("fs.read", map[string]string{"path": h.sandboxPath("x")}) + "; ")

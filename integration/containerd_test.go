@@ -194,7 +194,7 @@ func transportSession(t testing.TB, ctx context.Context, tr transport.Transport,
 		t.Fatal(err)
 	}
 	env, _ := environ.Sandbox(os.Environ(), names, sandboxEnv, pm)
-	s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: ws, Transport: tr, Kernel: kernelBinary(t), Env: env, PathMap: pm})
+	s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: ws, Transport: tr, Kernel: kernelBinary(t), Env: env, PathMap: pm, Ephemeral: true})
 	if err != nil {
 		t.Fatal(err)
 	}

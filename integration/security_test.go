@@ -30,6 +30,7 @@ func dockerSession(t *testing.T, ctx context.Context, cli *client.Client, img st
 		Kernel:    kernelBinary(t),
 		Env:       env,
 		PathMap:   pm,
+		Ephemeral: true, // a fresh container, removed at the end
 	})
 	if err != nil {
 		t.Fatal(err)

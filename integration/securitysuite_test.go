@@ -82,7 +82,7 @@ func testHardenedByDefault(t *testing.T, open SandboxOpener) {
 			t.Errorf("host processes are seen:\n%s", out)
 		}
 		if !strings.Contains(out, docker.KernelPath) {
-			t.Errorf("the sandbox's own processes are not seen:\n%s", out)
+			t.Errorf("the sandbox's own processes are not seen:\n%s", res)
 		}
 	})
 	t.Run("NoCredentials", func(t *testing.T) {

@@ -263,7 +263,18 @@ func (r *runner) pipeline(ctx context.Context, parts []*syntax.Stmt) (stop bool,
 			return stop, nil
 		}
 	}
-	return false, r.exec(ctx, steps, effects)
+	if err := r.exec(ctx, steps, effects); err != nil {
+		return false, err
+	}
+	return r.refused(), nil
+}
+
+// refused reports whether the script was refused at a command the kernel's shell asked
+// about: it ends there.
+func (r *runner) refused() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.res.End.Kind == Refused
 }
 
 func (r *runner) decide(ctx context.Context, step Step) Verdict {
@@ -285,10 +296,7 @@ func (r *runner) shell(ctx context.Context) (stop bool, err error) {
 	if err := r.exec(ctx, []Step{step}, [][]string{nil}); err != nil {
 		return false, err
 	}
-	r.mu.Lock()
-	refused := r.res.End.Kind == Refused
-	r.mu.Unlock()
-	return refused, nil
+	return r.refused(), nil
 }
 
 // plan expands one command of the grammar into the step it will run.
@@ -690,7 +698,17 @@ func (c *conn) await(ctx context.Context, id string, p *call, serve func(judge) 
 		case f := <-p.reply:
 			return replyBody(f)
 		case jr := <-p.judges:
-			c.answer(id, jr.n, serve(jr))
+			v := serve(jr)
+			c.answer(id, jr.n, v)
+			if !v.Run {
+				// The script ends at the refusal: its shell stops, and whatever else runs in
+				// the exec gets TERM, then KILL after the kernel's grace.
+				go func() {
+					sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					_, _ = c.request(sctx, wire.TypeSignal, wire.Signal{Target: id, Signal: "TERM"}, nil)
+				}()
+			}
 		case <-ctx.Done():
 			done = true
 		}

@@ -20,9 +20,9 @@ import (
 
 	"golang.org/x/sys/unix"
 	"mvdan.cc/sh/v3/expand"
-	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/paddockhq/paddock/internal/interp"
 	"github.com/paddockhq/paddock/script"
 	"github.com/paddockhq/paddock/transport/wire"
 )
@@ -372,9 +372,10 @@ func (sr *shellRun) exec(ctx context.Context, args []string) error {
 	getenv := func(k string) string { s, _ := lookupEnv(env, k); return s }
 	stdin, _ := hc.Stdin.(*os.File)
 	if inv, ok := script.Shell(argv, getenv); ok {
+		hc.NoProgram()
 		return sr.sh.inner(ctx, inv, hc.Dir, env, stdin, hc.Stdout, hc.Stderr)
 	}
-	return sr.sh.spawn(ctx, sr.prefix(hc), argv, argv0, env, hc.Dir, stdin, hc.Stdout, hc.Stderr)
+	return sr.sh.spawn(ctx, sr.prefix(hc), argv, argv0, env, hc.Dir, stdin, hc.Stdout, hc.Stderr, hc.Started)
 }
 
 // prefix begins the messages the shell writes of a command, as bash does.
@@ -400,7 +401,7 @@ func (sh *shell) inner(ctx context.Context, inv script.Invocation, dir string, e
 // own: a file is handed on as it is; any other writer (a command substitution) is copied
 // into, at most maxCapture bytes. Stopping the script sends it TERM, then KILL after the
 // grace.
-func (sh *shell) spawn(ctx context.Context, prefix string, argv []string, argv0 string, env []string, dir string, stdin *os.File, stdout, stderr io.Writer) error {
+func (sh *shell) spawn(ctx context.Context, prefix string, argv []string, argv0 string, env []string, dir string, stdin *os.File, stdout, stderr io.Writer, started func(pid int)) error {
 	pathEnv, hasPath := lookupEnv(env, "PATH")
 	path, ns := lookPath(argv[0], pathEnv, dir, hasPath)
 	if ns != nil {
@@ -419,8 +420,12 @@ func (sh *shell) spawn(ctx context.Context, prefix string, argv []string, argv0 
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = sh.grace
 	err := cmd.Start()
+	if err == nil {
+		started(cmd.Process.Pid)
+	}
 	if errors.Is(err, syscall.ENOEXEC) {
 		// A file with no #! line is a shell script, as execvp runs it: interpreted here.
+		started(0)
 		return sh.inner(ctx, script.Invocation{File: path, Params: argv}, dir, env, stdin, stdout, stderr)
 	}
 	if err != nil {

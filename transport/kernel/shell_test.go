@@ -246,3 +246,33 @@ func sleepers(t *testing.T) []string {
 	}
 	return out
 }
+
+// $! is the pid of a background program, as a forking shell's is: kill and wait take it. A
+// background function or builtin starts no program of its own, and the script goes on.
+func TestScriptBackgroundPid(t *testing.T) {
+	dir := t.TempDir()
+	k := startKernel(t, "")
+	for _, tc := range []struct{ name, src, out string }{
+		{"kill", `sleep 30 & p=$!; [ -d /proc/$p ] && echo alive; kill $p; wait $p; echo $?`, "alive\n143\n"},
+		{"wait", `(exit 3) & wait $!; echo $?; sh -c 'exit 4' & wait $!; echo $?; false & wait $!; echo $?`, "3\n4\n1\n"},
+		{"function", `f() { sleep 0.01; echo f; }; f & echo started; wait`, "started\nf\n"},
+		{"builtin", `echo bg & wait $!; echo $?`, "bg\n0\n"},
+		{"the process", `sleep 30 & p=$!; tr '\0' ' ' < /proc/$p/cmdline; echo; kill $p`, "sleep 30 \n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := k.runJudged(script(tc.src, dir), runAll)
+			if r.err != nil || r.stdout(0) != tc.out {
+				t.Errorf("%v %v: stdout %q, want %q; stderr %q", r.err, r.statuses, r.stdout(0), tc.out, r.stderr(0))
+			}
+		})
+	}
+}
+
+func TestScriptBackgroundSubshellPid(t *testing.T) {
+	dir := t.TempDir()
+	k := startKernel(t, "")
+	r := k.runJudged(script(`(sleep 30) & p=$!; { sleep 30; } & q=$!; kill $p $q; wait $p; echo $?; wait $q; echo $?`, dir), runAll)
+	if r.err != nil || r.stdout(0) != "143\n143\n" {
+		t.Errorf("%v %v: stdout %q; stderr %q", r.err, r.statuses, r.stdout(0), r.stderr(0))
+	}
+}
