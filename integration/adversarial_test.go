@@ -94,7 +94,6 @@ func (h *hostile) host(typ string, body any) string {
 	return h.kernel + " host " + typ + " - < " + name
 }
 
-
 // intact fails the test when a host secret was changed or a marker made.
 func (h *hostile) intact() {
 	h.t.Helper()
