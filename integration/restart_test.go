@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -85,6 +86,9 @@ func newGate(t *testing.T) gate {
 	t.Helper()
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777) // the kernel's user writes its marks there
+	if err := os.WriteFile(filepath.Join(dir, "gate.py"), []byte(gateProgram), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return gate(dir)
 }
 
@@ -121,6 +125,38 @@ func (g gate) await(t *testing.T, ctx context.Context, name string) {
 		}
 	}
 }
+
+// program is a command that runs one program through its steps, across a time with no
+// host: the kernel's shell asks the host before each command it runs, so a job whose work
+// must go on while no daemon runs does it in one program. Each step is "print FROM TO"
+// (the lines lineFROM…lineTO), "tick UNTIL" (tick lines until the gate's file UNTIL
+// exists), "mark NAME" or "wait NAME".
+func (g gate) program(steps ...string) string {
+	return "python3 " + g.path("gate.py") + " " + strings.Join(steps, " ")
+}
+
+// gateProgram is the program gate.program runs.
+const gateProgram = `import os, sys, time
+gate, args, i = os.path.dirname(os.path.abspath(__file__)), sys.argv[1:], 0
+while i < len(args):
+    op = args[i]
+    if op == "print":
+        for n in range(int(args[i + 1]), int(args[i + 2]) + 1):
+            print("line%d" % n, flush=True)
+        i += 3
+        continue
+    name = os.path.join(gate, args[i + 1])
+    if op == "mark":
+        open(name, "w").close()
+    elif op == "wait":
+        while not os.path.exists(name):
+            time.sleep(0.02)
+    elif op == "tick":
+        while not os.path.exists(name):
+            print("tick", flush=True)
+            time.sleep(0.05)
+    i += 2
+`
 
 // mounts are a session's mounts with the gate: the workspace at its own path, and the gate.
 func (g gate) mounts(ws string) []string { return []string{ws + ":" + ws, string(g) + ":" + string(g)} }
@@ -188,11 +224,12 @@ func TestDaemonRestart(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", kind, err)
 		}
-		// A multi-step script, taken up within its last step: it prints half its lines,
-		// says so and waits for the gate go, then prints the rest, says so and waits for
-		// the gate end (which the test opens once it has seen the job taken up).
-		script := fmt.Sprintf("cd sub && export WHERE=%[1]s; echo start; sh -c 'for i in $(seq 1 %[2]d); do echo line$i; done; %[3]s; %[4]s; for i in $(seq %[5]d %[6]d); do echo line$i; done; %[7]s; %[8]s'",
-			kind, n/2, g.mark("half-"+kind), g.waitFor("go"), n/2+1, n, g.mark("done-"+kind), g.waitFor("end"))
+		// A multi-step script, taken up within its last step: a program prints half its
+		// lines, says so and waits for the gate go, then prints the rest, says so and waits
+		// for the gate end (which the test opens once it has seen the job taken up).
+		script := fmt.Sprintf("cd sub && export WHERE=%s; echo start; %s", kind,
+			g.program("print", "1", strconv.Itoa(n/2), "mark", "half-"+kind, "wait", "go",
+				"print", strconv.Itoa(n/2+1), strconv.Itoa(n), "mark", "done-"+kind, "wait", "end"))
 		r, err := c.Bash(ctx, s.ID, api.BashRequest{Script: script})
 		if err != nil || r.End.Kind != orchestrator.Detached {
 			t.Fatalf("%s: %v %+v", kind, err, r)
@@ -263,8 +300,7 @@ func TestDaemonRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qr, err := c.Bash(ctx, quiet.ID, api.BashRequest{Script: fmt.Sprintf("echo start; sh -c 'while [ ! -e %s ]; do echo tick; sleep 0.05; done; %s'; sleep 600",
-		g.path("quiet"), g.mark("quiet-now"))})
+	qr, err := c.Bash(ctx, quiet.ID, api.BashRequest{Script: "echo start; " + g.program("tick", "quiet", "mark", "quiet-now") + "; sleep 600"})
 	if err != nil || qr.End.Kind != orchestrator.Detached {
 		t.Fatalf("%v %+v", err, qr)
 	}

@@ -1116,3 +1116,14 @@ func (r *Runner) subshell(background bool) *Runner {
 	r2.didReset = true
 	return r2
 }
+
+// WaitShellJobs waits for the background jobs that run shell code of their own: not those
+// that are one program, whose process goes on after the shell as a forking shell's would.
+// (Paddock: not in upstream mvdan.cc/sh.)
+func (r *Runner) WaitShellJobs() {
+	for _, bg := range r.bgProcs {
+		if bg.pid == 0 {
+			<-bg.done
+		}
+	}
+}

@@ -99,8 +99,9 @@ func Shell(fd int, grace time.Duration) int {
 	if grace <= 0 {
 		grace = 2 * time.Second
 	}
+	// Not cancelled at the end: that would stop the background programs, which outlive
+	// the shell as they would a shell that forks.
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	sh := &shell{ch: wire.NewWriter(ch), pending: map[int]chan wire.Verdict{}, slot: make(chan struct{}, maxJudging),
 		cancel: cancel, grace: grace}
 	go sh.read(lines)
@@ -272,11 +273,9 @@ func (sh *shell) run(ctx context.Context, inv script.Invocation, dir string, env
 	}
 	err = r.Run(ctx, file)
 	if ctx.Err() == nil {
-		// A background job goes on after the script's last command, as it would under a
-		// shell; the script ends with it.
-		if wait, perr := syntax.NewParser().Parse(strings.NewReader("wait"), ""); perr == nil {
-			r.Run(ctx, wait)
-		}
+		// A background job of shell code goes on after the script's last command, as a
+		// forked shell would: the shell ends with it. A background program goes on alone.
+		r.WaitShellJobs()
 	}
 	if err == nil {
 		return 0
