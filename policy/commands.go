@@ -24,6 +24,15 @@ func (u *use) path(p string) {
 	}
 }
 
+// newIn adds a new entry the command makes in a directory (a temporary file renamed over
+// another, a backup, a link named for its target): judged as a name of that directory that
+// does not exist yet, so that making it is as writing any new file there — not as writing
+// the directory itself, which is an ancestor of everything in it.
+func (u *use) newIn(dir string) { u.path(path.Join(dir, newEntry)) }
+
+// newEntry is the name newIn judges a new entry by.
+const newEntry = ".paddock-new-entry"
+
 // look adds one word that names a path the command only reads, even when it writes
 // elsewhere: only whether it is or holds a secret counts.
 func (u *use) look(p string) {
@@ -126,7 +135,7 @@ func init() {
 
 		// Readers: every word may name a path that is read.
 		"cat": plain(Read), "head": plain(Read), "tail": plain(Read), "wc": plain(Read),
-		"diff": plain(Read), "cmp": plain(Read), "cut": plain(Read), "stat": plain(Read),
+		"diff": diffRule, "cmp": plain(Read), "cut": plain(Read), "stat": plain(Read),
 		"comm": plain(Read), "join": plain(Read), "paste": plain(Read), "nl": plain(Read),
 		"tac": plain(Read), "rev": plain(Read), "fold": plain(Read), "fmt": plain(Read),
 		"od": plain(Read), "hexdump": plain(Read), "base64": plain(Read), "base32": plain(Read),
@@ -141,10 +150,10 @@ func init() {
 		"cd": plain(0),
 
 		// Writers: every word may name a path that is written (or, for cp, read).
-		"mkdir": plain(Write), "rmdir": plain(Write), "rm": plain(Write), "touch": plain(Write),
-		"ln": plain(Write), "mv": plain(Write), "chmod": plain(Write), "chown": plain(Write),
+		"mkdir": mkdirRule, "rmdir": plain(Write), "rm": plain(Write), "touch": plain(Write),
+		"ln": copier(Write), "mv": copier(Write), "chmod": plain(Write), "chown": plain(Write),
 		"chgrp": plain(Write), "truncate": plain(Write), "tee": plain(Write),
-		"cp": plain(Read | Write),
+		"cp": copier(Read | Write),
 
 		"export": exportRule,
 		"ls":     lsRule, "du": duRule, "tree": treeRule, "find": findRule,
@@ -173,12 +182,90 @@ func none(own Effects) rule {
 	return func(u *use, _ []string) { u.own |= own }
 }
 
-// plain: the command's own effects, and every word may name a path.
+// plain: the command's own effects, and every word may name a path; after "--" every word
+// is one, however it looks (tee -- --append writes a file of that name).
 func plain(own Effects) rule {
 	return func(u *use, args []string) {
 		u.own |= own
-		u.words(args)
+		operandWords(u, args)
 	}
+}
+
+// operandWords adds every path the words may name, and after "--" each word itself.
+func operandWords(u *use, args []string) {
+	for i, w := range args {
+		if w == "--" {
+			for _, o := range args[i+1:] {
+				u.path(o)
+			}
+			return
+		}
+		u.word(w)
+	}
+}
+
+// diff reads its operands and the files its options name (-X, --from-file…).
+var diffSpec = &spec{
+	short: "CUDFIxXSW",
+	long: []string{"unified", "context", "ifdef", "show-function-line", "ignore-matching-lines", "exclude",
+		"exclude-from", "starting-file", "from-file", "to-file", "label", "width", "tabsize",
+		"horizon-lines", "line-format", "old-line-format", "new-line-format", "unchanged-line-format",
+		"old-group-format", "new-group-format", "changed-group-format", "unchanged-group-format"},
+	longOpt: []string{"color", "palette"},
+}
+
+func diffRule(u *use, args []string) {
+	u.own |= Read
+	a := diffSpec.parse(args)
+	for _, o := range a.opts {
+		if o.hasValue {
+			u.path(o.value)
+		}
+	}
+	operandWords(u, args)
+}
+
+// mkdir writes; with -p (--parents) every missing parent of an operand too.
+func mkdirRule(u *use, args []string) {
+	u.own |= Write
+	operandWords(u, args)
+	a := (&spec{short: "mZ", long: []string{"mode", "context"}, flags: []string{"parents", "verbose"}}).parse(args)
+	if a.has("-p", "--parents") {
+		for _, o := range a.operands {
+			for d := path.Dir(o); d != "." && d != "/"; d = path.Dir(d) {
+				u.newIn(path.Dir(d)) // a missing parent is a new entry in its own
+			}
+		}
+	}
+}
+
+// copier is cp, mv and ln: every word may name a path (plain); a backup (-b, --backup,
+// -S, --suffix) is a new name beside each target, so the targets' directories are written.
+func copier(own Effects) rule {
+	return func(u *use, args []string) {
+		plain(own)(u, args)
+		a := copierSpec.parse(args)
+		if len(a.operands) == 1 {
+			u.newIn(".") // ln TARGET, cp SOURCE…: a new name in the working directory
+		}
+		for _, d := range a.values("-t", "--target-directory") {
+			u.path(d)
+		}
+		if a.has("-b", "-S", "--backup", "--suffix") {
+			for _, o := range a.operands {
+				u.newIn(path.Dir(o))
+			}
+			for _, d := range a.values("-t", "--target-directory") {
+				u.newIn(d)
+			}
+		}
+	}
+}
+
+var copierSpec = &spec{
+	short:   "StZ",
+	long:    []string{"suffix", "target-directory", "no-preserve", "sparse"},
+	longOpt: []string{"backup", "preserve", "reflink", "context", "update"},
 }
 
 // export with an operand sets the environment of later programs: exec (and protected for
@@ -374,13 +461,30 @@ func sedRule(u *use, args []string) {
 	u.own |= Read
 	scripts, files, inPlace, ok := sedArgs(args)
 	if !ok {
-		u.own |= Exec
-		u.words(args)
+		// A form the table cannot judge (a script file, an unknown option): exec, and
+		// every option's value and operand may be a file it reads or writes.
+		u.own |= Exec | Write
+		a := sedSpec.parse(args)
+		for _, o := range a.opts {
+			if o.hasValue {
+				u.path(o.value)
+			}
+		}
+		operandWords(u, args)
+		for _, o := range a.operands {
+			u.newIn(path.Dir(o)) // -i writes a new file beside each it edits
+		}
 		return
 	}
 	for _, s := range scripts {
 		if !SedSafe(s) {
-			u.own |= Exec
+			// A script of other forms may read and write files it names (r, w, s///w) and
+			// run programs (e): exec and write, and its words may be those files.
+			u.own |= Exec | Write
+			u.newIn(".")
+			for _, f := range strings.Fields(s) {
+				u.path(f)
+			}
 		}
 	}
 	if inPlace {
@@ -388,6 +492,9 @@ func sedRule(u *use, args []string) {
 	}
 	for _, f := range files {
 		u.path(f)
+		if inPlace {
+			u.newIn(path.Dir(f)) // the edit is a new file beside it, renamed over it
+		}
 	}
 }
 
@@ -411,6 +518,11 @@ func sortRule(u *use, args []string) {
 	for _, f := range a.values("-o", "--output", "-T", "--temporary-directory", "--files0-from", "--random-source", "--compress-program") {
 		u.path(f)
 	}
+	for _, f := range a.values("-o", "--output") {
+		if f == "-" {
+			u.paths = append(u.paths, u.dir+"/-") // sort -o - writes a file named "-"
+		}
+	}
 	operands(u, a.operands, false)
 }
 
@@ -430,25 +542,46 @@ func uniqRule(u *use, args []string) {
 	operands(u, a.operands, false)
 }
 
-// xxd reads; a second operand (other than "-") is the file it writes. Its options take a
-// value attached ("-c8") or, when written long ("-cols") or alone ("-c"), the next word.
+// xxd reads; a second operand (other than "-") is the file it writes. Its options are read
+// as xxd.c reads them: in order, up to the first operand or "--"; "--x" is "-x"; each is
+// known by its first two characters, so "-cfoo" is -c with the value "foo" and "-cols" is
+// -c spelt long, whose value is the next word (the names -c cols, -g roup, -l en, -o ffset,
+// -s eek/kip, -n ame, -R; -c apitalize takes none); an unknown option ends xxd.
 func xxdRule(u *use, args []string) {
 	u.own |= Read
-	var ops []string
-	for i := 0; i < len(args); i++ {
+	long := map[byte][]string{'c': {"ols"}, 'g': {"roup"}, 'l': {"en"}, 'o': {"ffset"},
+		's': {"eek", "kip"}, 'n': {"ame"}, 'R': {""}}
+	i := 0
+	for ; i < len(args); i++ {
 		w := args[i]
-		switch {
-		case w == "--":
-			ops = append(ops, args[i+1:]...)
-			i = len(args)
-		case len(w) > 1 && w[0] == '-':
-			if strings.IndexByte("cglosnR", w[1]) >= 0 && (len(w) == 2 || !strings.ContainsAny(w[2:3], "0123456789")) {
-				i++ // the value is the next word
+		if strings.HasPrefix(w, "--") && len(w) > 2 {
+			w = w[1:]
+		}
+		if w == "-" || !strings.HasPrefix(w, "-") {
+			break
+		}
+		if w == "--" {
+			i++
+			break
+		}
+		names, takes := long[w[1]]
+		if !takes {
+			if w[1] == 'c' && strings.HasPrefix(w[2:], "apitalize") {
+				continue
 			}
-		default:
-			ops = append(ops, w)
+			continue // a flag (an unknown one makes xxd print its usage: it reads nothing)
+		}
+		attached := len(w) > 2
+		for _, n := range names {
+			if n != "" && strings.HasPrefix(w[2:], n) {
+				attached = false
+			}
+		}
+		if !attached {
+			i++ // the value is the next word
 		}
 	}
+	ops := args[min(i, len(args)):]
 	if len(ops) >= 2 && ops[1] != "-" {
 		u.own |= Write
 	}
@@ -498,7 +631,7 @@ func lessRule(u *use, args []string) {
 var fileSpec = &spec{
 	short: "mfFPe",
 	long:  []string{"magic-file", "files-from", "separator", "parameter", "exclude", "exclude-quiet"},
-	flags: []string{"compile", "uncompress", "uncompress-noreport"},
+	flags: []string{"compile", "uncompress", "uncompress-noreport", "preserve-date"},
 }
 
 func fileRule(u *use, args []string) {
@@ -506,6 +639,10 @@ func fileRule(u *use, args []string) {
 	a := fileSpec.parse(args)
 	if a.has("-C", "--compile") {
 		u.own |= Write
+		u.newIn(".") // FILE.mgc, in the working directory
+	}
+	if a.has("-p", "--preserve-date") {
+		u.own |= Write // it sets each file's access time back
 	}
 	if a.has("-z", "-Z", "--uncompress", "--uncompress-noreport") {
 		u.own |= Exec
@@ -537,6 +674,22 @@ func curlRule(u *use, args []string) {
 		u.own |= Write
 	}
 	u.words(args)
+	// Every option's value may name a file, as written (-T FILE uploads it, -Tf2 too); a
+	// file curl writes is written through a new one beside it (-c JAR): its directory too.
+	for _, o := range a.opts {
+		if o.hasValue {
+			u.path(o.value)
+			u.word(o.value) // "@file" reads file
+		}
+	}
+	for _, f := range a.values("-o", "-D", "-c", "--output", "--dump-header", "--cookie-jar", "--trace", "--trace-ascii", "--stderr", "--libcurl", "--etag-save", "--hsts", "--alt-svc") {
+		u.newIn(path.Dir(f))
+	}
+	if a.dashdash >= 0 {
+		for _, o := range a.operands[a.dashdash:] {
+			u.path(o)
+		}
+	}
 }
 
 // wget talks to the network and writes what it fetches. --use-askpass, -e/--execute and

@@ -38,13 +38,14 @@ func TestCommandOptions(t *testing.T) {
 		{"", "sed -ie s/a/b/ f", "read,write"}, // -i with suffix "e"; the script is an operand
 		{"", "sed -i s/a/b/ /tmp/f", "outside,read,write"},
 		{"", "sed -i s/a/b/ .git/config", "protected,read,write"},
-		{"", "sed -n /home/u/.ssh/id_ed25519", "exec,read,secret"}, // the script "/home/…" is not safe, and names a secret
-		{"", "sed s/a/b/e f", "exec,read"},
-		{"", "sed 's/a/b/w out' f", "exec,read"},
-		{"", "sed -e p -e 'w out' f", "exec,read"},
-		{"", "sed -f script.sed f", "exec,read"},
-		{"", "sed --debug p f", "exec,read"},
-		{"", "sed --s p f", "exec,read"}, // --s may be --sandbox: outside the safe options
+		// A script not known safe may write the files it names (w, s///w) and run programs (e).
+		{"", "sed -n /home/u/.ssh/id_ed25519", "exec,read,secret,write"}, // the script "/home/…" is not safe, and names a secret
+		{"", "sed s/a/b/e f", "exec,read,write"},
+		{"", "sed 's/a/b/w out' f", "exec,read,write"},
+		{"", "sed -e p -e 'w out' f", "exec,read,write"},
+		{"", "sed -f script.sed f", "exec,read,write"},
+		{"", "sed --debug p f", "exec,read,write"},
+		{"", "sed --s p f", "exec,read,write"}, // --s may be --sandbox: outside the safe options
 		{"", "sed -E -n -e '1,/re/{s/a/b/gI;p}' f", "read"},
 		{"", "sed -n p /home/u/.netrc", "read,secret"},
 		// rg: programs are exec.

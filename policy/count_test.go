@@ -56,7 +56,9 @@ func TestDiskCallsPerStep(t *testing.T) {
 	for _, s := range mix {
 		StepEffects(ctx, s)
 	}
-	if budget := 4 * len(mix); c.calls > budget {
+	// Four a step, and one more for each step that writes through a new file beside its
+	// target (sed -i, curl -o), which is judged as well.
+	if budget := 4*len(mix) + 2; c.calls > budget {
 		t.Errorf("the mix of %d steps made %d calls to the disk, over its budget of %d", len(mix), c.calls, budget)
 	}
 }

@@ -116,7 +116,10 @@ func (ps *paths) anyWordSecret(words, judged []string, home string) bool {
 // secret; when the command writes, outside and protected by class.
 func (ps *paths) named(u *use, writes bool) Effects {
 	var e Effects
-	for _, p := range u.paths {
+	for i, p := range u.paths {
+		if slices.Contains(u.paths[:i], p) {
+			continue // judged once
+		}
 		f := ps.facts(p, writes)
 		if f.secretish() {
 			e |= Secret

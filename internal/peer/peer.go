@@ -1,0 +1,36 @@
+// Package peer is how a test that needs a real peer — an engine, a server, a program, a
+// filesystem — says the peer is missing: the test is skipped with the reason, or fails when
+// PADDOCK_REQUIRE_INTEGRATION=1 (as .ci/run sets it), so that CI never passes a test it
+// did not run.
+package peer
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// Required reports whether every peer must be present (PADDOCK_REQUIRE_INTEGRATION=1).
+func Required() bool { return os.Getenv("PADDOCK_REQUIRE_INTEGRATION") == "1" }
+
+// Missing skips t, or fails it when peers are required, saying what is missing.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	why := fmt.Sprintf(format, args...)
+	if Required() {
+		t.Fatalf("PADDOCK_REQUIRE_INTEGRATION=1 but %s", why)
+	}
+	t.Skip(why)
+}
+
+// Program returns the path of a program on PATH, or marks it missing (from the Debian
+// package pkg).
+func Program(t testing.TB, name, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, "no %s on PATH (Debian package %s)", name, pkg)
+	}
+	return p
+}
