@@ -158,6 +158,14 @@ type paths struct {
 	resolved bool
 	real     string // the real working directory, under the identity map
 	loop     bool
+	seen     []judged // the paths judged so far, each judged once
+}
+
+// judged is one path's facts, remembered for the rest of the judgment.
+type judged struct {
+	p    string
+	full bool
+	f    facts
 }
 
 func (c *Context) paths(cwd string) *paths { return &paths{ctx: c, cwd: cwd} }
@@ -166,6 +174,17 @@ func (c *Context) paths(cwd string) *paths { return &paths{ctx: c, cwd: cwd} }
 // asks for the whole class; without it only whether the path is or holds a secret is
 // sure, which is all a step that does not write needs.
 func (ps *paths) facts(p string, full bool) facts {
+	for _, j := range ps.seen {
+		if j.p == p && (j.full || !full) {
+			return j.f
+		}
+	}
+	f := ps.judge(p, full)
+	ps.seen = append(ps.seen, judged{p, full, f})
+	return f
+}
+
+func (ps *paths) judge(p string, full bool) facts {
 	c, r := ps.ctx, ps.ctx.compiled()
 	switch {
 	case c.ToHost != nil:
@@ -195,6 +214,8 @@ func (ps *paths) realOf(p string) (real string, loop bool) {
 		// judges both.
 		if cwd := abs("/", ps.cwd); !dotdot && !hasDotDot(cwd) {
 			if whole := path.Clean(join(cwd, p)); linkFree(fsys, whole) {
+				// No prefix of whole is a symlink, so neither is the working directory.
+				ps.real, ps.resolved = path.Clean(cwd), true
 				return whole, false
 			}
 			tried = true
@@ -208,7 +229,12 @@ func (ps *paths) realOf(p string) (real string, loop bool) {
 	// From the real directory the path may still need no more than one call (unless that
 	// call was just made on the same path).
 	if !dotdot && !(tried && ps.real == path.Clean(abs("/", ps.cwd))) {
-		if whole := path.Clean(join(ps.real, p)); linkFree(fsys, whole) {
+		if isName(p) {
+			// The real directory has no symlink: a name in it needs one call, missing or not.
+			if whole := join(ps.real, p); childLinkFree(fsys, whole) {
+				return whole, false
+			}
+		} else if whole := path.Clean(join(ps.real, p)); linkFree(fsys, whole) {
 			return whole, false
 		}
 	}

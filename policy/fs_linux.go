@@ -32,3 +32,16 @@ func (OSFS) LinkFree(name string) error {
 	unix.Close(fd)
 	return nil
 }
+
+// NotLink reports, in one fstatat call that builds nothing, whether the entry name exists
+// and is not a symlink: nil when so; an error that is fs.ErrNotExist when it is missing.
+func (OSFS) NotLink(name string) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(unix.AT_FDCWD, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &fs.PathError{Op: "lstat", Path: name, Err: err}
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return &fs.PathError{Op: "lstat", Path: name, Err: errors.New("a symlink")}
+	}
+	return nil
+}

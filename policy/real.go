@@ -37,6 +37,26 @@ func linkFree(fsys FS, p string) bool {
 	return err == nil || (errors.Is(err, fs.ErrNotExist) && lf.LinkFree(path.Dir(p)) == nil)
 }
 
+// childLinkFree is linkFree for a clean path whose directory is known to be real: one
+// lstat, not an open and a close.
+func childLinkFree(fsys FS, p string) bool {
+	if nl, ok := fsys.(notLinker); ok {
+		err := nl.NotLink(p)
+		return err == nil || errors.Is(err, fs.ErrNotExist)
+	}
+	fi, err := fsys.Lstat(p)
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	return fi.Mode()&fs.ModeSymlink == 0
+}
+
+// notLinker is an FS that tells whether one entry is a symlink without building its
+// FileInfo (OSFS on Linux): nil when it exists and is none.
+type notLinker interface {
+	NotLink(name string) error
+}
+
 // linkFreer is an FS that can tell at once that a path has no symlink (OSFS on Linux).
 type linkFreer interface {
 	LinkFree(name string) error
@@ -44,7 +64,29 @@ type linkFreer interface {
 
 // isClean reports whether p is absolute and clean: no empty, "." or ".." component.
 func isClean(p string) bool {
-	return strings.HasPrefix(p, "/") && path.Clean(p) == p
+	if p == "/" {
+		return true
+	}
+	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
+		return false
+	}
+	// Each component, after its slash, is neither empty, "." nor "..".
+	for i := 0; i < len(p); {
+		j := strings.IndexByte(p[i+1:], '/')
+		if j < 0 {
+			j = len(p) - i - 1
+		}
+		if c := p[i+1 : i+1+j]; c == "" || c == "." || c == ".." {
+			return false
+		}
+		i += 1 + j
+	}
+	return true
+}
+
+// isName reports whether p is one component: no slash, not "", "." or "..".
+func isName(p string) bool {
+	return p != "" && p != "." && p != ".." && !strings.Contains(p, "/")
 }
 
 // resolve walks queue from the real directory cur, links symlinks already followed; it

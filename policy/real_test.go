@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -199,4 +201,21 @@ func escapes(rs *ruleSet, dir string) bool {
 		}
 	}
 	return false
+}
+
+// TestIsCleanAgreesWithClean: isClean is path.Clean(p) == p for absolute paths, without
+// building the clean path.
+func TestIsCleanAgreesWithClean(t *testing.T) {
+	parts := []string{"", "/", "//", ".", "..", "a", "b.", ".c", "...", "/./", "/../"}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 20000; i++ {
+		p := ""
+		for n := r.IntN(6); n >= 0; n-- {
+			p += parts[r.IntN(len(parts))]
+		}
+		want := strings.HasPrefix(p, "/") && path.Clean(p) == p
+		if got := isClean(p); got != want {
+			t.Fatalf("isClean(%q) = %v, want %v", p, got, want)
+		}
+	}
 }
