@@ -48,7 +48,9 @@ func FuzzShell(f *testing.F) {
 		if inv.File != "" {
 			modes++
 		}
-		if slices.ContainsFunc(argv[1:], func(w string) bool { return strings.HasPrefix(w, "-") && strings.Contains(w, "c") && !strings.HasPrefix(w, "--") }) && !inv.Stdin && inv.File == "" {
+		if slices.ContainsFunc(argv[1:], func(w string) bool {
+			return strings.HasPrefix(w, "-") && strings.Contains(w, "c") && !strings.HasPrefix(w, "--")
+		}) && !inv.Stdin && inv.File == "" {
 			modes++ // -c: the script is the word after the options
 		}
 		if modes != 1 && !(inv.File == "" && !inv.Stdin && modes == 0) {
