@@ -151,7 +151,7 @@ func init() {
 
 		// Writers: every word may name a path that is written (or, for cp, read).
 		"mkdir": mkdirRule, "rmdir": plain(Write), "rm": plain(Write), "touch": plain(Write),
-		"ln": copier(Write), "mv": copier(Write), "chmod": plain(Write), "chown": plain(Write),
+		"ln": lnRule, "mv": copier(Write), "chmod": plain(Write), "chown": plain(Write),
 		"chgrp": plain(Write), "truncate": plain(Write), "tee": plain(Write),
 		"cp": copier(Read | Write),
 
@@ -260,6 +260,44 @@ func copier(own Effects) rule {
 			}
 		}
 	}
+}
+
+// lnRule is ln: a copier whose symbolic links are also judged where they will point. A
+// link's target is read from the link's own directory, not the working directory: ln -s
+// ../../.ssh/id_rsa sub/dir/k points at .ssh/id_rsa, so each target is judged from every
+// directory the link may be made in (beside the last operand, or in it when it is a
+// directory; in each -t directory; in the working directory for one operand).
+func lnRule(u *use, args []string) {
+	copier(Write)(u, args)
+	a := lnSpec.parse(args)
+	if !a.has("-s", "--symbolic") || len(a.operands) == 0 {
+		return
+	}
+	targets, dirs := a.operands, a.values("-t", "--target-directory")
+	switch {
+	case len(dirs) > 0:
+	case len(targets) == 1:
+		dirs = []string{"."}
+	default:
+		last := targets[len(targets)-1]
+		targets, dirs = targets[:len(targets)-1], []string{path.Dir(last), last}
+	}
+	for _, t := range targets {
+		if strings.HasPrefix(t, "/") {
+			continue // judged as it is
+		}
+		for _, d := range dirs {
+			u.path(d + "/" + t) // not cleaned: ".." steps up from the real directory
+		}
+	}
+}
+
+var lnSpec = &spec{
+	short:   "St",
+	long:    []string{"suffix", "target-directory"},
+	longOpt: []string{"backup"},
+	flags: []string{"directory", "force", "interactive", "logical", "no-dereference",
+		"no-target-directory", "physical", "relative", "symbolic", "verbose"},
 }
 
 var copierSpec = &spec{

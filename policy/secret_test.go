@@ -277,3 +277,25 @@ func TestProcOfAFreshSandbox(t *testing.T) {
 		}
 	}
 }
+
+// A symbolic link's target is judged from the link's own directory, where the kernel will
+// resolve it, not from the step's working directory.
+// law: secret_path_gives_secret
+func TestLinkTargetFromItsDirectory(t *testing.T) {
+	ctx := &Context{Cwd: "/home/u/ws", Home: "/home/u", Env: []string{"HOME=/home/u", "PATH=/usr/bin"},
+		Roots: []string{"/home/u/ws"}, FS: NewMapFS("/home/u/ws/sub/dir/", "/home/u/ws/src/main.go", "/home/u/.ssh/id_rsa"),
+		Auto: DefaultAutoSet()}
+	runStepCases(t, ctx, []stepCase{
+		{"/home/u/ws", "ln -s ../../.ssh/id_rsa sub/k", "outside,secret,write"},
+		{"/home/u/ws", "ln -s ../../../.ssh/id_rsa sub/dir/k", "outside,secret,write"},
+		{"/home/u/ws", "ln -sf ../../../.ssh/id_rsa sub/dir", "outside,secret,write"}, // made in the directory
+		{"/home/u/ws", "ln -st sub/dir ../../../.ssh/id_rsa", "outside,secret,write"},
+		{"/home/u/ws", "ln --sym -t sub/dir ../../../.ssh", "outside,secret,write"},
+		{"/home/u/ws", "ln -s -- ../../.ssh sub/k", "outside,secret,write"},
+		{"/home/u/ws/sub", "ln -s ../../.ssh", "secret,write"}, // in the working directory
+		// Links that point inside stay a write (the target word, read from the working
+		// directory as plain reads every word, still counts as written: outside).
+		{"/home/u/ws", "ln -s ../src/main.go sub/m", "outside,write"},
+		{"/home/u/ws", "ln -s src/main.go m", "write"},
+	})
+}
