@@ -15,6 +15,15 @@ type use struct {
 	paths []string
 	reads []string
 	depth int // shells inside shells judged on the way here (opaqueShell)
+	// moves are names a command moves or copies into other directories: a relative symlink
+	// among them will point from its new directory (ps.movedLinks).
+	moves []move
+}
+
+// move is a name that may land in any of dirs.
+type move struct {
+	name string
+	dirs []string
 }
 
 // path adds one word that names a path.
@@ -251,6 +260,11 @@ func copier(own Effects) rule {
 		for _, d := range a.values("-t", "--target-directory") {
 			u.path(d)
 		}
+		// A symlink moved or copied as a link points from where it lands.
+		sources, dirs := landing(a.operands, a.values("-t", "--target-directory"))
+		for _, src := range sources {
+			u.moves = append(u.moves, move{u.rel(src), dirs})
+		}
 		if a.has("-b", "-S", "--backup", "--suffix") {
 			for _, o := range a.operands {
 				u.newIn(path.Dir(o))
@@ -273,15 +287,7 @@ func lnRule(u *use, args []string) {
 	if !a.has("-s", "--symbolic") || len(a.operands) == 0 {
 		return
 	}
-	targets, dirs := a.operands, a.values("-t", "--target-directory")
-	switch {
-	case len(dirs) > 0:
-	case len(targets) == 1:
-		dirs = []string{"."}
-	default:
-		last := targets[len(targets)-1]
-		targets, dirs = targets[:len(targets)-1], []string{path.Dir(last), last}
-	}
+	targets, dirs := landing(a.operands, a.values("-t", "--target-directory"))
 	for _, t := range targets {
 		if strings.HasPrefix(t, "/") {
 			continue // judged as it is
@@ -290,6 +296,19 @@ func lnRule(u *use, args []string) {
 			u.path(d + "/" + t) // not cleaned: ".." steps up from the real directory
 		}
 	}
+}
+
+// landing returns the sources of cp, mv or ln and the directories they may land in:
+// each -t directory; else beside the last operand, or in it when it is a directory.
+func landing(operands, targetDirs []string) (sources, dirs []string) {
+	switch {
+	case len(targetDirs) > 0:
+		return operands, targetDirs
+	case len(operands) < 2:
+		return operands, []string{"."}
+	}
+	last := operands[len(operands)-1]
+	return operands[:len(operands)-1], []string{path.Dir(last), last}
 }
 
 var lnSpec = &spec{

@@ -299,3 +299,27 @@ func TestLinkTargetFromItsDirectory(t *testing.T) {
 		{"/home/u/ws", "ln -s src/main.go m", "write"},
 	})
 }
+
+// A symlink moved or copied into another directory is judged by where it will point from
+// there: k -> ../.ssh/id_rsa points nowhere in ws/sub, and at the key once moved into ws.
+// law: secret_path_gives_secret
+func TestMovedLinkJudgedWhereItLands(t *testing.T) {
+	m := NewMapFS("/home/u/ws/sub/dir/", "/home/u/ws/src/main.go", "/home/u/.ssh/id_rsa",
+		"/home/u/ws/sub/k -> ../.ssh/id_rsa", "/home/u/ws/sub/ok -> ../src/main.go", "/home/u/ws/sub/abs -> /etc/passwd")
+	ctx := &Context{Cwd: "/home/u/ws", Home: "/home/u", Env: []string{"HOME=/home/u", "PATH=/usr/bin"},
+		Roots: []string{"/home/u/ws"}, FS: m, Auto: DefaultAutoSet()}
+	runStepCases(t, ctx, []stepCase{
+		{"/home/u/ws", "cat sub/k", "read"}, // points at ws/.ssh/id_rsa: nothing
+		{"/home/u/ws", "mv sub/k k", "secret,write"},
+		{"/home/u/ws", "mv sub/k .", "protected,secret,write"},
+		{"/home/u/ws", "mv -t . sub/k", "protected,secret,write"},
+		{"/home/u/ws", "cp -P sub/k k2", "read,secret,write"},
+		{"/home/u/ws", "cp -a sub/k sub/ok src", "outside,read,secret,write"}, // beside src too: ok would point outside
+		{"/home/u/ws/sub", "mv k ..", "protected,secret,write"},
+		{"/home/u/ws", "ln sub/k hard", "secret,write"},
+		// Links that land where they point inside stay writes (mv of a link to outside the
+		// workspace was outside before: the rule judges every operand as written).
+		{"/home/u/ws", "mv sub/ok sub/dir/ok", "write"},
+		{"/home/u/ws", "mv sub/abs a", "outside,write"},
+	})
+}

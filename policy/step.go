@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"io/fs"
 	"path"
 	"slices"
 	"strings"
@@ -74,7 +75,7 @@ func StepEffects(ctx *Context, s Step) Effects {
 		default:
 			evaluate(&u, s.Argv)
 		}
-		e |= u.own | ps.named(&u, u.own.Has(Write))
+		e |= u.own | ps.named(&u, u.own.Has(Write)) | ps.movedLinks(&u, u.own.Has(Write))
 		if !e.Has(Secret) && ps.anyWordSecret(words, u.paths, ctx.home()) {
 			e |= Secret
 		}
@@ -134,6 +135,61 @@ func (ps *paths) named(u *use, writes bool) Effects {
 		}
 	}
 	return e
+}
+
+// movedLinks returns the effects of the symlinks a command moves or copies (mv, cp -P, a
+// hard link of a link): a relative target is read from the directory the link lands in, so
+// each is judged from each directory it may land in, as ln -s judges its targets.
+func (ps *paths) movedLinks(u *use, writes bool) Effects {
+	var e Effects
+	for _, m := range u.moves {
+		target, ok := ps.linkTarget(m.name)
+		if !ok || strings.HasPrefix(target, "/") {
+			continue // not a link, or one that points where it pointed (its real path is judged)
+		}
+		for _, d := range m.dirs {
+			f := ps.facts(u.rel(d)+"/"+target, writes)
+			if f.secretish() {
+				e |= Secret
+			}
+			if writes && !f.local {
+				e |= classEffect(f.class)
+			}
+		}
+	}
+	return e
+}
+
+// linkTarget returns the target of the symlink the sandbox path p names (its directory
+// resolved, its last component not followed).
+func (ps *paths) linkTarget(p string) (string, bool) {
+	if p == "" || strings.HasSuffix(p, "/") {
+		return "", false
+	}
+	c := ps.ctx
+	dir, name := path.Split(p)
+	var real string
+	switch {
+	case c.ToHost != nil:
+		host, ok := c.ToHost(path.Clean(abs(ps.cwd, dir)))
+		if !ok {
+			return "", false // a sandbox path the host cannot see
+		}
+		real, _ = Real(c.fs(), host)
+	case strings.HasPrefix(p, "/"):
+		real, _ = Real(c.fs(), path.Clean(dir))
+	case dir == "":
+		real, _ = ps.realOf(".")
+	default:
+		real, _ = ps.realOf(strings.TrimSuffix(dir, "/"))
+	}
+	fsys := c.fs()
+	fi, err := fsys.Lstat(join(real, name))
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return "", false
+	}
+	target, err := fsys.Readlink(join(real, name))
+	return target, err == nil
 }
 
 // classEffect is what writing a path of a class adds beyond write (secret aside).
