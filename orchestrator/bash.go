@@ -31,6 +31,7 @@ type Step struct {
 	Cwd       string     // sandbox path the step starts in
 	Shell     bool       // the whole script, run by the kernel's shell, each command judged as it runs
 	Builtin   bool       // a builtin the kernel's shell runs (a command of a Shell step)
+	Beside    [][]string // the words of the other commands of its pipeline, which run at once
 	Script    *script.Script
 	Node      *syntax.Stmt // the step's statement (nil for a shell step)
 	Command   string       // the step as shown to a person
@@ -247,6 +248,15 @@ func (r *runner) pipeline(ctx context.Context, parts []*syntax.Stmt) (stop bool,
 			return false, nil
 		}
 		steps[i] = step
+	}
+	if len(steps) > 1 {
+		for i := range steps {
+			for j := range steps {
+				if j != i {
+					steps[i].Beside = append(steps[i].Beside, steps[j].Argv)
+				}
+			}
+		}
 	}
 	// Every step of the pipeline is decided, in order, before any of them runs.
 	effects := make([][]string, len(steps))

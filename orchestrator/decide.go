@@ -73,7 +73,7 @@ func newPolicyGate(s *Session, p Policy) *policyGate {
 func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 	var e policy.Effects
 	var prefixes [][]string
-	e = policy.StepEffects(g.pctx, policy.Step{Argv: step.Argv, Assigns: step.Assigns, Redirects: step.Redirects, Cwd: step.Cwd, Builtin: step.Builtin})
+	e = policy.StepEffects(g.pctx, policy.Step{Argv: step.Argv, Assigns: step.Assigns, Redirects: step.Redirects, Cwd: step.Cwd, Builtin: step.Builtin, Beside: step.Beside})
 	if len(step.Argv) > 0 {
 		prefixes = [][]string{step.Argv}
 	}

@@ -54,8 +54,27 @@ func Check(ctx *Context, s *script.Script) Analysis {
 		a.Effects = e
 		return a
 	}
+	pipes := script.Pipelines(s.File)
+	planned := map[*syntax.Stmt]Step{}
 	for _, st := range s.Steps {
-		step := sh.plan(st, sh.config())
+		step, ok := planned[st]
+		if !ok {
+			step = sh.plan(st, sh.config())
+			planned[st] = step
+		}
+		if members := pipes[st]; len(members) > 1 {
+			// The members run at once, each planned from where the pipeline starts.
+			for _, m := range members {
+				if _, ok := planned[m]; !ok && m != st {
+					planned[m] = sh.plan(m, sh.config())
+				}
+			}
+			for _, m := range members {
+				if m != st {
+					step.Beside = append(step.Beside, planned[m].Argv)
+				}
+			}
+		}
 		e := StepEffects(ctx, step)
 		a.Steps = append(a.Steps, verdict(ctx, StepVerdict{Command: step.String(), Effects: e, Step: step}, [][]string{step.Argv}))
 		a.Effects |= e

@@ -3,6 +3,8 @@ package policy
 import (
 	"strings"
 	"testing"
+
+	"github.com/paddockhq/paddock/script"
 )
 
 // secretContext judges a host with the credential stores beyond the classic home list,
@@ -322,4 +324,47 @@ func TestMovedLinkJudgedWhereItLands(t *testing.T) {
 		{"/home/u/ws", "mv sub/ok sub/dir/ok", "write"},
 		{"/home/u/ws", "mv sub/abs a", "outside,write"},
 	})
+}
+
+// A pipeline's members run at once: a member that may change names (ln, mv, cp, rm,
+// mkdir, a git that writes the tree, a program running others) can make a path another
+// member opens a link to a secret after it was judged, so the others ask.
+func TestPipelineBesideANameChanger(t *testing.T) {
+	ctx := testContext()
+	cases := []struct {
+		line   string
+		beside []string
+		want   string
+	}{
+		{"cat c/k", []string{"mv a/b/sub c"}, "read,secret"},
+		{"cat k", []string{"ln -sf ../.ssh/id_rsa k"}, "read,secret"},
+		{"head k", []string{"cp -P x k"}, "read,secret"},
+		{"cat k", []string{"git checkout -- k"}, "read,secret"},
+		{"cat k", []string{"xargs mv"}, "read,secret"},
+		{"cat k", []string{"find . -name x -delete"}, "read,secret"},
+		{"cat k", []string{"git -C sub log"}, "read,secret"}, // -C's value taken: unsure
+		// Beside commands that change no name, it is as alone.
+		{"cat src/main.go", []string{"grep x"}, "read"},
+		{"cat src/main.go", []string{"git log --oneline"}, "read"},
+		{"head -n 3", []string{"find . -name '*.go'"}, "read"},
+		{"sort", []string{"tee out.txt"}, "read"},
+	}
+	for _, tc := range cases {
+		var beside [][]string
+		for _, b := range tc.beside {
+			beside = append(beside, words(t, b))
+		}
+		got := StepEffects(ctx, Step{Argv: words(t, tc.line), Cwd: "/ws", Beside: beside})
+		if got.String() != tc.want {
+			t.Errorf("%s beside %q: %q, want %q", tc.line, tc.beside, got, tc.want)
+		}
+	}
+	// policy check sees the pipeline as run does.
+	sc, err := script.Parse("mv a/b/sub c | cat c/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := Check(ctx, sc); !a.Steps[1].Effects.Has(Secret) || a.Steps[0].Effects.Has(Secret) {
+		t.Errorf("check of the pipeline: %v, %v", a.Steps[0].Effects, a.Steps[1].Effects)
+	}
 }

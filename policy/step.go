@@ -19,6 +19,51 @@ type Step struct {
 	// Builtin: the command is a builtin the kernel's shell runs itself (echo, cd, read,
 	// export…), judged by what the builtin does, not by a program of that name.
 	Builtin bool `json:"builtin,omitempty"`
+	// Beside are the words of the commands that run at the same time as this one (the other
+	// members of its pipeline): one that changes names (mv, ln, rm, mkdir…) may change what
+	// this step's paths are by the time it opens them.
+	Beside [][]string `json:"beside,omitempty"`
+}
+
+// nameChangers are the programs that move, make or remove names (links among them), and
+// those that run other programs whose words are not known here.
+var nameChangers = map[string]bool{
+	"mv": true, "ln": true, "rm": true, "rmdir": true, "mkdir": true, "cp": true, "install": true,
+	"rename": true, "unlink": true, "link": true, "tar": true, "unzip": true, "cpio": true,
+	"rsync": true, "xargs": true, "env": true, "nice": true, "nohup": true, "timeout": true,
+	"command": true, "exec": true, "busybox": true, "sh": true, "bash": true, "dash": true,
+	"ash": true, "parallel": true, "python": true, "python3": true, "perl": true, "node": true,
+}
+
+// gitReaders are git subcommands that change no name in the work tree.
+var gitReaders = map[string]bool{
+	"log": true, "diff": true, "status": true, "show": true, "grep": true, "blame": true,
+	"ls-files": true, "ls-tree": true, "rev-parse": true, "rev-list": true, "cat-file": true,
+	"describe": true, "shortlog": true, "whatchanged": true, "reflog": true, "help": true,
+	"version": true, "for-each-ref": true, "name-rev": true, "merge-base": true,
+}
+
+// changesNames reports whether a command may move, make or remove names as it runs: one of
+// nameChangers, a git that may write the work tree, a find that runs or deletes, or one
+// whose name is not known (no words).
+func changesNames(argv []string) bool {
+	if len(argv) == 0 {
+		return true
+	}
+	switch path.Base(argv[0]) {
+	case "git":
+		for _, w := range argv[1:] {
+			if !strings.HasPrefix(w, "-") {
+				return !gitReaders[w]
+			}
+		}
+		return true // options only, or a -C/-c whose value was taken for the subcommand
+	case "find":
+		return slices.ContainsFunc(argv[1:], func(w string) bool {
+			return w == "-exec" || w == "-execdir" || w == "-ok" || w == "-okdir" || w == "-delete"
+		})
+	}
+	return nameChangers[path.Base(argv[0])]
 }
 
 // Redirect is one redirection of a step. Op is one of <, >, >>, >& and &>; for >& to a
@@ -82,6 +127,11 @@ func StepEffects(ctx *Context, s Step) Effects {
 	}
 	for _, r := range s.Redirects {
 		e |= ps.redirect(r)
+	}
+	if e != 0 && slices.ContainsFunc(s.Beside, changesNames) {
+		// Its paths are judged before the pipeline runs; a member beside it may make any of
+		// them a link to a secret first. It asks.
+		e |= Secret
 	}
 	return e
 }

@@ -408,3 +408,46 @@ func ansiC(s string) (string, error) {
 	v, _, _ = strings.Cut(v, "\x00") // bash ends the word at a NUL
 	return v, err
 }
+
+// Pipelines maps each command of a pipeline of two or more (a | b) to the pipeline's
+// commands, left to right: they run at once.
+func Pipelines(f *syntax.File) map[*syntax.Stmt][]*syntax.Stmt {
+	out := map[*syntax.Stmt][]*syntax.Stmt{}
+	var parts func(st *syntax.Stmt, acc []*syntax.Stmt) []*syntax.Stmt
+	parts = func(st *syntax.Stmt, acc []*syntax.Stmt) []*syntax.Stmt {
+		if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
+			return parts(b.Y, parts(b.X, acc))
+		}
+		return append(acc, st)
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		st, ok := n.(*syntax.Stmt)
+		if !ok {
+			return true
+		}
+		if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
+			if _, inner := out[st]; !inner {
+				members := parts(st, nil)
+				for _, m := range members {
+					out[m] = members
+				}
+				// The pipeline's inner statements (a | b within a | b | c) are part of it.
+				syntax.Walk(st, func(n syntax.Node) bool {
+					if s, ok := n.(*syntax.Stmt); ok && s != st {
+						if _, seen := out[s]; !seen {
+							out[s] = nil
+						}
+					}
+					return true
+				})
+			}
+		}
+		return true
+	})
+	for k, v := range out {
+		if v == nil {
+			delete(out, k)
+		}
+	}
+	return out
+}
