@@ -18,6 +18,22 @@ type use struct {
 	// moves are names a command moves or copies into other directories: a relative symlink
 	// among them will point from its new directory (ps.movedLinks).
 	moves []move
+	// follows are trees the command reads following the symlinks inside them (grep -R, rg
+	// -L, find -L): each link's real path is judged (ps.treeLinks).
+	follows []string
+}
+
+// follow adds the trees a command reads following links: its path operands, or its working
+// directory when it names none.
+func (u *use) follow(ops []string) {
+	for _, o := range ops {
+		if p := u.rel(o); p != "" {
+			u.follows = append(u.follows, p)
+		}
+	}
+	if len(ops) == 0 {
+		u.follows = append(u.follows, u.dir)
+	}
 }
 
 // move is a name that may land in any of dirs.
@@ -420,6 +436,9 @@ starts:
 		i++
 	}
 	operands(u, args[start:min(i, len(args))], !contains(args[i:], "-files0-from"))
+	if contains(args[:start], "-L") || contains(args[i:], "-follow") {
+		u.follow(args[start:min(i, len(args))])
+	}
 	expr := args[min(i, len(args)):]
 	for j, w := range expr {
 		switch w {
@@ -479,6 +498,9 @@ func grepRule(u *use, args []string) {
 		}
 	}
 	operands(u, ops, recursive)
+	if a.has("-R", "--dereference-recursive") {
+		u.follow(ops)
+	}
 }
 
 // rg reads. The first operand is the pattern unless -e, -f, --regexp, --file or --files is
@@ -510,6 +532,9 @@ func rgRule(u *use, args []string) {
 		ops = ops[1:]
 	}
 	operands(u, ops, true)
+	if a.has("-L", "--follow") {
+		u.follow(ops)
+	}
 }
 
 // sed reads; each script must be a known-safe form (sed.go), else exec; -i writes the

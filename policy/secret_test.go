@@ -368,3 +368,29 @@ func TestPipelineBesideANameChanger(t *testing.T) {
 		t.Errorf("check of the pipeline: %v, %v", a.Steps[0].Effects, a.Steps[1].Effects)
 	}
 }
+
+// A recursive reader that follows links (grep -R, rg -L, find -L) reads what a link in the
+// tree points at: a tree holding a link to a secret gives secret; one that does not, or a
+// reader that does not follow, stays a read.
+// law: secret_path_gives_secret, secret_needs_a_secret_path
+func TestTreeLinkToSecret(t *testing.T) {
+	m := NewMapFS("/home/u/ws/src/main.go", "/home/u/.ssh/id_rsa", "/home/u/ws/sub/deep/k -> ../../../.ssh/id_rsa",
+		"/home/u/ws/sub/ok -> ../src", "/home/u/ws/dirlink -> sub", "/home/u/ws/clean/a.go", "/home/u/ws/clean/s -> ../src")
+	ctx := &Context{Cwd: "/home/u/ws", Home: "/home/u", Env: []string{"HOME=/home/u", "PATH=/usr/bin"},
+		Roots: []string{"/home/u/ws"}, FS: m, Auto: DefaultAutoSet()}
+	runStepCases(t, ctx, []stepCase{
+		{"/home/u/ws", "grep -R key sub", "read,secret"},
+		{"/home/u/ws", "grep --dereference-recursive key", "read,secret"},
+		{"/home/u/ws", "grep -R key dirlink", "read,secret"}, // through a link to the tree
+		{"/home/u/ws", "rg -L key", "read,secret"},
+		{"/home/u/ws", "rg --follow key sub", "read,secret"},
+		{"/home/u/ws", "find -L sub -name x", "read,secret"},
+		{"/home/u/ws", "find sub -follow", "read,secret"},
+		// Not following, or no such link: a read.
+		{"/home/u/ws", "grep -r key sub", "read"},
+		{"/home/u/ws", "rg key sub", "read"},
+		{"/home/u/ws", "find sub -name x", "read"},
+		{"/home/u/ws", "grep -R key clean", "read"},
+		{"/home/u/ws", "rg -L key clean src", "read"},
+	})
+}

@@ -121,6 +121,9 @@ func StepEffects(ctx *Context, s Step) Effects {
 			evaluate(&u, s.Argv)
 		}
 		e |= u.own | ps.named(&u, u.own.Has(Write)) | ps.movedLinks(&u, u.own.Has(Write))
+		if !e.Has(Secret) && slices.ContainsFunc(u.follows, ps.linksToSecret) {
+			e |= Secret
+		}
 		if !e.Has(Secret) && ps.anyWordSecret(words, u.paths, ctx.home()) {
 			e |= Secret
 		}
@@ -208,6 +211,61 @@ func (ps *paths) movedLinks(u *use, writes bool) Effects {
 		}
 	}
 	return e
+}
+
+// linksToSecret reports whether a tree a command reads following links holds a symlink
+// whose real path is or holds a secret, or more entries than one judgment reads (maxWalk):
+// then it cannot tell, and says so. Links to directories are followed into as the reader
+// would, each real directory read once.
+func (ps *paths) linksToSecret(tree string) bool {
+	c := ps.ctx
+	var root string
+	switch {
+	case c.ToHost != nil:
+		host, ok := c.ToHost(path.Clean(abs(ps.cwd, tree)))
+		if !ok {
+			return false // not on the host: the kernel's side has no host secret
+		}
+		root, _ = Real(c.fs(), host)
+	case strings.HasPrefix(tree, "/"):
+		root, _ = Real(c.fs(), path.Clean(tree))
+	default:
+		root, _ = ps.realOf(tree)
+	}
+	fsys, r := c.fs(), c.compiled()
+	seen, read := 0, map[string]bool{}
+	stack := []string{root}
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if read[d] {
+			continue
+		}
+		read[d] = true
+		entries, err := fsys.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if seen++; seen > maxWalk {
+				return true
+			}
+			p := join(d, e.Name())
+			switch {
+			case e.Type()&fs.ModeSymlink != 0:
+				real, loop := Real(fsys, p)
+				if r.host.judgeReal(fsys, real, loop, false).secretish() {
+					return true
+				}
+				if fi, err := fsys.Lstat(real); err == nil && fi.IsDir() {
+					stack = append(stack, real)
+				}
+			case e.IsDir():
+				stack = append(stack, p)
+			}
+		}
+	}
+	return false
 }
 
 // linkTarget returns the target of the symlink the sandbox path p names (its directory
