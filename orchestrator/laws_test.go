@@ -167,3 +167,80 @@ func TestStreamSettlesOnceWithAll(t *testing.T) {
 		mu.Unlock()
 	}
 }
+
+// law: secrets_need_yes
+// Random sequences of writes an agent might make — through links it makes first, relative
+// names from other directories, moves, copies, in-place edits, redirections, in one script
+// or in pipelines, inside and outside the grammar — run with the widest auto set short of
+// secret and nobody attached: afterwards every secret of the home is as it was and no new
+// entry appears in its credential directory. The same scripts, answered yes, do change
+// secrets: the writes reach them.
+func TestSecretsNeedYes(t *testing.T) {
+	secrets := map[string]string{".ssh/id_rsa": "KEY\n", ".ssh/authorized_keys": "ssh-ed25519 AAAA\n", ".netrc": "machine x password y\n"}
+	newHome := func() string {
+		home := t.TempDir()
+		os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+		for p, c := range secrets {
+			os.WriteFile(filepath.Join(home, p), []byte(c), 0o600)
+		}
+		return home
+	}
+	// changed says what of a home's secrets is not as it was.
+	changed := func(home string) string {
+		for p, c := range secrets {
+			b, err := os.ReadFile(filepath.Join(home, p))
+			fi, _ := os.Lstat(filepath.Join(home, p))
+			if err != nil || string(b) != c || fi == nil || fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSymlink != 0 {
+				return fmt.Sprintf("%s: %q, %v, %v", p, b, err, fi)
+			}
+		}
+		if entries, _ := os.ReadDir(filepath.Join(home, ".ssh")); len(entries) != 2 {
+			return fmt.Sprintf("~/.ssh holds %v", entries)
+		}
+		return ""
+	}
+	auto, _ := policy.ParseAutoSet([]string{"read", "write", "exec", "net", "outside", "protected"})
+	targets := []string{"~/.ssh/id_rsa", "~/.ssh/authorized_keys", "~/.netrc", "~/.ssh/new", "k", "d/k", "link/id_rsa", "../k"}
+	makers := []string{
+		"ln -sf ~/.ssh/id_rsa k", "ln -sf ~/.ssh link", "mkdir -p d && ln -sf ../link/authorized_keys d/k",
+		"ln -sf ~/.netrc ../k", "ln -sf ~/.ssh/id_rsa k2 && mv k2 k", "true",
+	}
+	writes := []string{
+		"echo x > %s", "echo x >> %s", "printf x | tee %s", "sed -i s/K/X/ %s", "cp /etc/hostname %s",
+		"touch %s", "truncate -s 0 %s", "rm -f %s", "chmod 777 %s", "dd if=/etc/hostname of=%s",
+		"install /etc/hostname %s",
+	}
+	forms := []string{"%s; %s", "%s && %s", "%s | %s", "for i in 1; do %s; %s; done", "sh -c '%s; %s'", "{ %s; %s; }"}
+	r := rand.New(rand.NewPCG(7, 13))
+	reached := 0
+	for n := range 60 {
+		w := fmt.Sprintf(writes[r.IntN(len(writes))], targets[r.IntN(len(targets))])
+		script := fmt.Sprintf(forms[r.IntN(len(forms))], makers[r.IntN(len(makers))], w)
+		for _, yes := range []bool{false, true} {
+			home := newHome()
+			ws := filepath.Join(t.TempDir(), "ws")
+			os.MkdirAll(ws, 0o755)
+			s := openLocal(t, ws, Config{Env: []string{"PATH=/usr/bin:/bin", "HOME=" + home}, Policy: Policy{Auto: &auto}})
+			if yes {
+				answer := true
+				c := &testClient{kind: Interactive, answer: &answer}
+				c.s = s
+				s.Attach(c)
+			}
+			if _, err := s.Bash(context.Background(), script); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			what := changed(home)
+			switch {
+			case !yes && what != "":
+				t.Fatalf("script %d %q, nobody attached, changed %s", n, script, what)
+			case yes && what != "":
+				reached++
+			}
+		}
+	}
+	if reached < 20 {
+		t.Fatalf("only %d of 60 scripts changed a secret when answered yes: the test does not reach them", reached)
+	}
+}
