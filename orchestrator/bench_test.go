@@ -28,3 +28,32 @@ func BenchmarkBashTrue(b *testing.B) {
 		}
 	}
 }
+
+// shellLoop is a script outside the grammar: ten commands, each judged as it runs.
+const shellLoop = "for i in 1 2 3 4 5 6 7 8 9 10; do /bin/true; done"
+
+// BenchmarkShellLoop runs shellLoop through the kernel's shell, every command judged by the
+// host; BenchmarkBashLoop is the peer, bash -c running the same script with nothing judged.
+func BenchmarkShellLoop(b *testing.B) {
+	s := openLocal(b, b.TempDir(), Config{})
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := s.Bash(ctx, shellLoop)
+		if err != nil || res.End.Status != 0 {
+			b.Fatal(err, res)
+		}
+	}
+}
+
+func BenchmarkBashLoop(b *testing.B) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		b.Skip("no bash")
+	}
+	for i := 0; i < b.N; i++ {
+		if err := exec.Command(bash, "-c", shellLoop).Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
