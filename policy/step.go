@@ -218,21 +218,11 @@ func (ps *paths) movedLinks(u *use, writes bool) Effects {
 // then it cannot tell, and says so. Links to directories are followed into as the reader
 // would, each real directory read once.
 func (ps *paths) linksToSecret(tree string) bool {
-	c := ps.ctx
-	var root string
-	switch {
-	case c.ToHost != nil:
-		host, ok := c.ToHost(path.Clean(abs(ps.cwd, tree)))
-		if !ok {
-			return false // not on the host: the kernel's side has no host secret
-		}
-		root, _ = Real(c.fs(), host)
-	case strings.HasPrefix(tree, "/"):
-		root, _ = Real(c.fs(), path.Clean(tree))
-	default:
-		root, _ = ps.realOf(tree)
+	root, ok := ps.hostReal(tree)
+	if !ok {
+		return false // not on the host: the kernel's side has no host secret
 	}
-	fsys, r := c.fs(), c.compiled()
+	fsys, r := ps.ctx.fs(), ps.ctx.compiled()
 	seen, read := 0, map[string]bool{}
 	stack := []string{root}
 	for len(stack) > 0 {
@@ -268,30 +258,40 @@ func (ps *paths) linksToSecret(tree string) bool {
 	return false
 }
 
+// hostReal returns the real host path of the sandbox path p (absolute, or relative to the
+// working directory), every symlink followed; ok is false for a path the host cannot see.
+func (ps *paths) hostReal(p string) (real string, ok bool) {
+	c := ps.ctx
+	switch {
+	case c.ToHost != nil:
+		host, ok := c.ToHost(path.Clean(abs(ps.cwd, p)))
+		if !ok {
+			return "", false
+		}
+		real, _ = Real(c.fs(), host)
+	case strings.HasPrefix(p, "/"):
+		real, _ = Real(c.fs(), path.Clean(p))
+	default:
+		real, _ = ps.realOf(strings.TrimSuffix(p, "/"))
+	}
+	return real, true
+}
+
 // linkTarget returns the target of the symlink the sandbox path p names (its directory
 // resolved, its last component not followed).
 func (ps *paths) linkTarget(p string) (string, bool) {
 	if p == "" || strings.HasSuffix(p, "/") {
 		return "", false
 	}
-	c := ps.ctx
 	dir, name := path.Split(p)
-	var real string
-	switch {
-	case c.ToHost != nil:
-		host, ok := c.ToHost(path.Clean(abs(ps.cwd, dir)))
-		if !ok {
-			return "", false // a sandbox path the host cannot see
-		}
-		real, _ = Real(c.fs(), host)
-	case strings.HasPrefix(p, "/"):
-		real, _ = Real(c.fs(), path.Clean(dir))
-	case dir == "":
-		real, _ = ps.realOf(".")
-	default:
-		real, _ = ps.realOf(strings.TrimSuffix(dir, "/"))
+	if dir == "" {
+		dir = "."
 	}
-	fsys := c.fs()
+	real, ok := ps.hostReal(dir)
+	if !ok {
+		return "", false // a sandbox path the host cannot see
+	}
+	fsys := ps.ctx.fs()
 	fi, err := fsys.Lstat(join(real, name))
 	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		return "", false
