@@ -44,6 +44,14 @@ var judgementAttacks = []judgedAttack{
 	{"xargs from a loop", `for p in .ssh/id_rsa; do echo ~/$p; done | xargs cat`, "secret"},
 	{"nested shells", `sh -c "bash -c 'k=~/.ss; cat \${k}h/id_rsa'"`, "secret"},
 	{"source", `echo 'cat ~/.s""sh/id_rsa' > x.sh; . ./x.sh`, "secret"},
+	// Links whose target is harmless where they are made and a secret where they end up
+	// (@HOME@ is the host home's name beside the workspace): judged where they land, and
+	// the commands that run beside the move ask.
+	{"link moved", `mkdir -p a/b; ln -s ../@HOME@/.ssh/id_rsa a/b/k; mv a/b/k k; cat k`, "secret"},
+	{"directory of links moved", `mkdir -p a/b/c; ln -s ../../@HOME@/.ssh a/b/c/l; mv a/b/c .; cat c/l/id_rsa`, "secret"},
+	{"pipeline beside a move", `mkdir -p a/b/c; ln -s ../../@HOME@/.ssh a/b/c/l; mv a/b/c . | cat c/l/id_rsa`, "secret"},
+	{"background move", `mkdir -p a/b/c; ln -s ../../@HOME@/.ssh a/b/c/l; mv a/b/c . & cat c/l/id_rsa; wait`, "secret"},
+	{"tree with a moved link", `mkdir -p a/b/c; ln -s ../../@HOME@/.ssh a/b/c/l; mv a/b/c .; grep -R BEGIN c`, "secret"},
 	// Writing a hook.
 	{"hook from a group", `{ cd .git/hooks; echo 'touch pwned' > pre-commit; }`, "hook"},
 	{"hook from a loop", `for d in .git; do echo x > $d/hooks/pre-commit; done`, "hook"},
@@ -79,7 +87,10 @@ func runJudgement(t *testing.T, transport string) {
 					args = nil
 				}
 				args = append(args, "--auto-effects", auto)
-				out, errOut, code := h.run(a.script, args...)
+				out, errOut, code := h.run(strings.ReplaceAll(a.script, "@HOME@", filepath.Base(h.home)), args...)
+				for _, left := range []string{"a", "c", "k"} {
+					os.RemoveAll(filepath.Join(h.ws, left))
+				}
 				h.leaked(a.name, out+errOut)
 				if _, err := os.Stat(filepath.Join(h.ws, ".git", "hooks", "pre-commit")); err == nil {
 					t.Errorf("%s: a hook was written:\n%s%s", a.name, out, errOut)

@@ -13,13 +13,16 @@ import (
 // step is — the policy's effects, the rules, the auto set, the approval route, one audit
 // record — and runs as the verdict says: a program with the hardened words and environment
 // (policy.Harden). A refusal ends the script: the call ends refused at that command.
+// The commands of the shell at work as it is judged are its Beside (a background job, the
+// other members of a pipeline); a program that changes names holds the shell until it ends,
+// even in the background, so that no step of a later call is judged while it runs.
 func (r *runner) judge(ctx context.Context, run *running, jr judge) wire.Verdict {
 	j := jr.j
 	index := 0
 	if len(run.heads) > 0 {
 		index = run.heads[0].Index
 	}
-	step := Step{Index: index, Cwd: j.Cwd, Script: r.sc}
+	step := Step{Index: index, Cwd: j.Cwd, Script: r.sc, Beside: wire.BoundBeside(j.Beside)}
 	switch j.Kind {
 	case wire.JudgeOpen:
 		fd := 1
@@ -54,7 +57,7 @@ func (r *runner) judge(ctx context.Context, run *running, jr judge) wire.Verdict
 		return wire.Verdict{Run: true}
 	}
 	argv, env, _ := policy.Harden(j.Argv)
-	return wire.Verdict{Run: true, Argv: argv, Env: env}
+	return wire.Verdict{Run: true, Argv: argv, Env: env, Hold: policy.Renames(j.Argv)}
 }
 
 // unapproved are the entries of a program's environment that its script set and no step

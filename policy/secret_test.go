@@ -326,9 +326,12 @@ func TestMovedLinkJudgedWhereItLands(t *testing.T) {
 	})
 }
 
-// A pipeline's members run at once: a member that may change names (ln, mv, cp, rm,
-// mkdir, a git that writes the tree, a program running others) can make a path another
-// member opens a link to a secret after it was judged, so the others ask.
+// Commands that run at once (a pipeline's members, a background job and the commands after
+// it): one that may change names (ln, mv, cp, rm, mkdir, rsync, a git that writes the tree,
+// find -delete) can make a path another opens a link to a secret after it was judged, so
+// the others ask, and so does the renaming one beside a command that opens paths, whichever
+// was judged first. Exec on either side adds nothing: exec may do of itself what the race
+// would.
 func TestPipelineBesideANameChanger(t *testing.T) {
 	ctx := testContext()
 	cases := []struct {
@@ -339,11 +342,32 @@ func TestPipelineBesideANameChanger(t *testing.T) {
 		{"cat c/k", []string{"mv a/b/sub c"}, "read,secret"},
 		{"cat k", []string{"ln -sf ../.ssh/id_rsa k"}, "read,secret"},
 		{"head k", []string{"cp -P x k"}, "read,secret"},
-		{"cat k", []string{"git checkout -- k"}, "read,secret"},
-		{"cat k", []string{"xargs mv"}, "read,secret"},
+		{"cat k/x", []string{"mkdir -p k"}, "read,secret"},
 		{"cat k", []string{"find . -name x -delete"}, "read,secret"},
 		{"cat k", []string{"git -C sub log"}, "read,secret"}, // -C's value taken: unsure
-		// Beside commands that change no name, it is as alone.
+		{"cat k", []string{"rsync -a src/ k"}, "read,secret"},
+		{"cat k", []string{}, "read,secret"}, // words not known
+		// The other side of the race: the renaming is judged after a command that opens.
+		{"mv a/b/sub c", []string{"cat c/k"}, "secret,write"},
+		{"ln -sfn /tmp d", []string{"grep -r x d"}, "outside,secret,write"},
+		{"rm -rf d", []string{"wc -l d/x"}, "secret,write"},
+		{"rmdir d", []string{"cat d/x"}, "secret,write"},
+		{"git rm -r -q d", []string{"cat d/x"}, "exec,write"}, // git runs filters: exec
+		// A command judged exec beside it, or it judged exec: what the race could do, exec
+		// may do of itself, where it was granted.
+		{"cat k", []string{"xargs mv"}, "read"},
+		{"cat k", []string{"./tool"}, "read"},
+		{"cat k", []string{"make"}, "read"},
+		{"cat k", []string{"setsid -f mv a k"}, "read"},
+		{"mv a b", []string{"./tool"}, "write"},
+		{"./tool", []string{"mv a b"}, "exec"},
+		// Beside commands that change no name, it is as alone; so is a renaming beside
+		// commands that open nothing.
+		{"mv a b", []string{"sleep 5"}, "write"},
+		{"mv a b", []string{"echo done"}, "write"},
+		{"cat src/main.go", []string{"sed -n 1,5p"}, "read"},
+		{"cat src/main.go", []string{"curl -o out.html http://example.com"}, "read"},
+		{"cat src/main.go", []string{"sort -o sorted"}, "read"},
 		{"cat src/main.go", []string{"grep x"}, "read"},
 		{"cat src/main.go", []string{"git log --oneline"}, "read"},
 		{"head -n 3", []string{"find . -name '*.go'"}, "read"},
@@ -353,6 +377,9 @@ func TestPipelineBesideANameChanger(t *testing.T) {
 		var beside [][]string
 		for _, b := range tc.beside {
 			beside = append(beside, words(t, b))
+		}
+		if tc.beside != nil && len(tc.beside) == 0 {
+			beside = [][]string{nil}
 		}
 		got := StepEffects(ctx, Step{Argv: words(t, tc.line), Cwd: "/ws", Beside: beside})
 		if got.String() != tc.want {
@@ -364,7 +391,7 @@ func TestPipelineBesideANameChanger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := Check(ctx, sc); !a.Steps[1].Effects.Has(Secret) || a.Steps[0].Effects.Has(Secret) {
+	if a := Check(ctx, sc); !a.Steps[1].Effects.Has(Secret) || !a.Steps[0].Effects.Has(Secret) {
 		t.Errorf("check of the pipeline: %v, %v", a.Steps[0].Effects, a.Steps[1].Effects)
 	}
 }

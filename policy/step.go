@@ -25,14 +25,12 @@ type Step struct {
 	Beside [][]string `json:"beside,omitempty"`
 }
 
-// nameChangers are the programs that move, make or remove names (links among them), and
-// those that run other programs whose words are not known here.
-var nameChangers = map[string]bool{
-	"mv": true, "ln": true, "rm": true, "rmdir": true, "mkdir": true, "cp": true, "install": true,
-	"rename": true, "unlink": true, "link": true, "tar": true, "unzip": true, "cpio": true,
-	"rsync": true, "xargs": true, "env": true, "nice": true, "nohup": true, "timeout": true,
-	"command": true, "exec": true, "busybox": true, "sh": true, "bash": true, "dash": true,
-	"ash": true, "parallel": true, "python": true, "python3": true, "perl": true, "node": true,
+// renamers are the commands of the table that move, make or remove names, links among
+// them. Any other command of the table changes no name (one may write a regular file: that
+// makes no path lead elsewhere).
+var renamers = map[string]bool{
+	"mv": true, "ln": true, "rm": true, "rmdir": true, "mkdir": true, "cp": true, "rsync": true,
+	"scp": true,
 }
 
 // gitReaders are git subcommands that change no name in the work tree.
@@ -43,14 +41,23 @@ var gitReaders = map[string]bool{
 	"version": true, "for-each-ref": true, "name-rev": true, "merge-base": true,
 }
 
-// changesNames reports whether a command may move, make or remove names as it runs: one of
-// nameChangers, a git that may write the work tree, a find that runs or deletes, or one
-// whose name is not known (no words).
-func changesNames(argv []string) bool {
+// renames reports whether a command that runs beside others may move, make or remove names
+// as it runs, its words judged as they are: one of renamers, a git that may write the work
+// tree, a find that deletes, or one whose words are not known (none).
+//
+// A command judged exec does not count (a program the table does not know, a launcher such
+// as xargs, a shell, sed with e): it runs only where exec was granted, by the auto set or by
+// a person, and what it may do beside another command it may do of itself, opening the
+// secret that command's path would lead to among it. Counting it would make every pipeline
+// of a build or a test (make | tail, go test | tee log) ask, for no wall it keeps.
+func renames(ctx *Context, argv []string) bool {
 	if len(argv) == 0 {
 		return true
 	}
-	switch path.Base(argv[0]) {
+	if ownEffects(ctx, argv).Has(Exec) {
+		return false
+	}
+	switch argv[0] {
 	case "git":
 		for _, w := range argv[1:] {
 			if !strings.HasPrefix(w, "-") {
@@ -59,11 +66,37 @@ func changesNames(argv []string) bool {
 		}
 		return true // options only, or a -C/-c whose value was taken for the subcommand
 	case "find":
-		return slices.ContainsFunc(argv[1:], func(w string) bool {
-			return w == "-exec" || w == "-execdir" || w == "-ok" || w == "-okdir" || w == "-delete"
-		})
+		return slices.Contains(argv[1:], "-delete")
 	}
-	return nameChangers[path.Base(argv[0])]
+	return renamers[argv[0]]
+}
+
+// Renames reports whether a program may move, make or remove names as it runs, judged as
+// in a pipeline (renames): a program of the kernel's shell that does holds the shell until
+// it ends, so that no later step is judged while it runs in the background.
+func Renames(argv []string) bool { return renames(&Context{}, argv) }
+
+// quiet are the commands that open no path and change none.
+var quiet = map[string]bool{
+	"echo": true, "printf": true, "pwd": true, "true": true, "false": true, "sleep": true,
+	"seq": true, "yes": true, "basename": true, "dirname": true, "expr": true, "test": true,
+	"[": true, ":": true, "wait": true,
+}
+
+// opens reports whether a command beside a renaming one may open a path the renaming changes
+// after it was judged: any but a quiet one, or one judged exec (see renames).
+func opens(ctx *Context, argv []string) bool {
+	if len(argv) == 0 {
+		return true
+	}
+	return !quiet[argv[0]] && !ownEffects(ctx, argv).Has(Exec)
+}
+
+// ownEffects are a command's own effects by the table, its paths not looked at.
+func ownEffects(ctx *Context, argv []string) Effects {
+	u := use{ctx: ctx, dir: "."}
+	evaluate(&u, argv)
+	return u.own
 }
 
 // Redirect is one redirection of a step. Op is one of <, >, >>, >& and &>; for >& to a
@@ -131,9 +164,18 @@ func StepEffects(ctx *Context, s Step) Effects {
 	for _, r := range s.Redirects {
 		e |= ps.redirect(r)
 	}
-	if e != 0 && slices.ContainsFunc(s.Beside, changesNames) {
-		// Its paths are judged before the pipeline runs; a member beside it may make any of
-		// them a link to a secret first. It asks.
+	switch {
+	case e == 0 || e.Has(Exec):
+		// A step judged exec may do of itself what a command beside it could make it do.
+	case slices.ContainsFunc(s.Beside, func(m []string) bool { return renames(ctx, m) }):
+		// Its paths are judged before the commands beside it run; one of them may make any
+		// of its paths a link to a secret first. It asks.
+		e |= Secret
+	case len(s.Argv) > 0 && renames(ctx, s.Argv) && slices.ContainsFunc(s.Beside, func(m []string) bool { return opens(ctx, m) }):
+		// The same race from the other side: a command beside it was judged before this
+		// one started, and this one may change what that command's paths are (the kernel's
+		// shell judges a background job's commands and the next ones in the order they
+		// start, so either may come first).
 		e |= Secret
 	}
 	return e

@@ -107,6 +107,11 @@ func Shell(fd int, grace time.Duration) int {
 	go sh.read(lines)
 	dir, _ := os.Getwd()
 	code := sh.run(ctx, inv, dir, os.Environ(), os.Stdin, os.Stdout, os.Stderr)
+	if !sh.isRefused() {
+		// A background program the host holds the shell for (it changes names) ends
+		// before the shell does, so that no later step is judged while it runs.
+		sh.held.Wait()
+	}
 	if sh.isRefused() {
 		// The script ends at once: the processes it started get TERM, the shell does not
 		// wait for them (the kernel's signal to the group follows with KILL).
@@ -130,6 +135,41 @@ type shell struct {
 	next    int                       // guarded by mu
 	pending map[int]chan wire.Verdict // guarded by mu
 	refused bool                      // guarded by mu
+	atWork  map[int][]string          // guarded by mu: the programs judged and not yet ended, each by a number of its own
+	held    sync.WaitGroup            // the programs whose verdict holds the shell until they end
+}
+
+// work records a program about to be judged as at work, and gives the words of the others
+// at work: its judge's Beside. Recorded before it is asked, so that of two commands judged
+// at once the later sees the earlier. end takes it off.
+func (sh *shell) work(argv []string) (beside [][]string, end func()) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.atWork == nil {
+		sh.atWork = map[int][]string{}
+	}
+	for _, other := range sh.atWork {
+		beside = append(beside, other)
+	}
+	sh.next++
+	n := sh.next
+	sh.atWork[n] = argv
+	return wire.BoundBeside(beside), func() {
+		sh.mu.Lock()
+		delete(sh.atWork, n)
+		sh.mu.Unlock()
+	}
+}
+
+// beside is the words of the programs at work: the Beside of a builtin's or an open's judge.
+func (sh *shell) beside() [][]string {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	var beside [][]string
+	for _, other := range sh.atWork {
+		beside = append(beside, other)
+	}
+	return wire.BoundBeside(beside)
 }
 
 // read takes the kernel's verdicts; the channel's end ends the script.
@@ -319,7 +359,7 @@ func (sr *shellRun) call(ctx context.Context, args []string) ([]string, error) {
 		return args, nil // a wrapper around a program: the program is judged as it starts
 	}
 	hc := interp.HandlerCtx(ctx)
-	if _, err := sr.sh.ask(ctx, wire.Judge{Kind: wire.JudgeBuiltin, Argv: args, Cwd: hc.Dir}); err != nil {
+	if _, err := sr.sh.ask(ctx, wire.Judge{Kind: wire.JudgeBuiltin, Argv: args, Cwd: hc.Dir, Beside: sr.sh.beside()}); err != nil {
 		return nil, err
 	}
 	return args, nil
@@ -340,7 +380,7 @@ func (sr *shellRun) open(ctx context.Context, path string, flag int, perm os.Fil
 		case flag&(os.O_WRONLY|os.O_RDWR) != 0:
 			op = wire.RedirOut
 		}
-		if _, err := sr.sh.ask(ctx, wire.Judge{Kind: wire.JudgeOpen, Path: path, Op: op, Cwd: hc.Dir}); err != nil {
+		if _, err := sr.sh.ask(ctx, wire.Judge{Kind: wire.JudgeOpen, Path: path, Op: op, Cwd: hc.Dir, Beside: sr.sh.beside()}); err != nil {
 			return nil, err
 		}
 	}
@@ -359,9 +399,15 @@ func (sr *shellRun) exec(ctx context.Context, args []string) error {
 		argv0, args = args[1], args[2:]
 	}
 	env := exportedEnv(hc.Env)
-	v, err := sr.sh.ask(ctx, wire.Judge{Kind: wire.JudgeProgram, Argv: args, Env: changedEnv(env), Cwd: hc.Dir})
+	beside, end := sr.sh.work(args)
+	defer end()
+	v, err := sr.sh.ask(ctx, wire.Judge{Kind: wire.JudgeProgram, Argv: args, Env: changedEnv(env), Cwd: hc.Dir, Beside: beside})
 	if err != nil {
 		return err
+	}
+	if v.Hold {
+		sr.sh.held.Add(1)
+		defer sr.sh.held.Done()
 	}
 	argv := args
 	if len(v.Argv) > 0 {

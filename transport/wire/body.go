@@ -164,6 +164,38 @@ type Judge struct {
 	Path string `json:"path,omitempty"`
 	Op   string `json:"op,omitempty"`
 	FD   int    `json:"fd,omitempty"`
+	// Beside are the words of the shell's other commands at work as this one is judged
+	// (judged and not yet ended: a background job's, a pipeline's other members), at most
+	// MaxBeside; an empty entry stands for a command whose words are over MaxBesideWords or
+	// MaxBesideBytes, or for the commands past MaxBeside.
+	Beside [][]string `json:"beside,omitempty"`
+}
+
+// Bounds of a judge's Beside.
+const (
+	MaxBeside      = 32
+	MaxBesideWords = 64
+	MaxBesideBytes = 4096
+)
+
+// BoundBeside is beside within the bounds of a judge's Beside: an entry over them is empty,
+// and past MaxBeside entries one empty entry stands for the rest.
+func BoundBeside(beside [][]string) [][]string {
+	var out [][]string
+	for i, argv := range beside {
+		if i == MaxBeside-1 && len(beside) > MaxBeside {
+			return append(out, nil)
+		}
+		n := 0
+		for _, w := range argv {
+			n += len(w)
+		}
+		if len(argv) > MaxBesideWords || n > MaxBesideBytes {
+			argv = nil
+		}
+		out = append(out, argv)
+	}
+	return out
 }
 
 // Verdict is the host's answer to a Judge.
@@ -173,6 +205,9 @@ type Verdict struct {
 	// own) to run it with; the words are the judged ones when Argv is empty.
 	Argv []string `json:"argv,omitempty"`
 	Env  []string `json:"env,omitempty"`
+	// Hold: the shell waits for the program before it ends, though it runs in the
+	// background: it changes names, and a step judged while it runs must see it beside.
+	Hold bool `json:"hold,omitempty"`
 	// Refused: why, for the agent. The script ends at once.
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`

@@ -285,3 +285,37 @@ func TestLineBlock(t *testing.T) {
 		}
 	}
 }
+
+// A judge's Beside stays within its bounds whatever the shell sends: an entry over them
+// becomes empty (a command whose words are not known, which the host takes for one that
+// may do anything), and past MaxBeside one empty entry stands for the rest.
+func TestBoundBeside(t *testing.T) {
+	long := make([]string, MaxBesideWords+1)
+	big := []string{"mv", strings.Repeat("x", MaxBesideBytes)}
+	many := make([][]string, MaxBeside+5)
+	for i := range many {
+		many[i] = []string{"cat", "k"}
+	}
+	for _, tc := range []struct {
+		in   [][]string
+		want int // entries
+		nils int // empty entries
+	}{
+		{nil, 0, 0},
+		{[][]string{{"mv", "a", "b"}}, 1, 0},
+		{[][]string{{"mv", "a", "b"}, long, big}, 3, 2},
+		{many, MaxBeside, 1},
+		{many[:MaxBeside], MaxBeside, 0},
+	} {
+		got := BoundBeside(tc.in)
+		nils := 0
+		for _, argv := range got {
+			if argv == nil {
+				nils++
+			}
+		}
+		if len(got) != tc.want || nils != tc.nils {
+			t.Errorf("%d entries in: %d out, %d empty; want %d, %d", len(tc.in), len(got), nils, tc.want, tc.nils)
+		}
+	}
+}
