@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/paddockhq/paddock/policy"
 )
@@ -242,5 +243,114 @@ func TestSecretsNeedYes(t *testing.T) {
 	}
 	if reached < 20 {
 		t.Fatalf("only %d of 60 scripts changed a secret when answered yes: the test does not reach them", reached)
+	}
+}
+
+// law: job_ends_once, job_end_is_final, job_kill_ends_now, gate_prefix, gate_deny_stops
+// Over random jobs — n steps that each print their number, then wait on a named pipe the
+// test opens when it wants the job to go on — and a random fate (run to the end, killed
+// while a step waits, refused at a random step): the job ends once, as its fate says, at
+// once when killed; what it printed before its end is in its result, nothing after; and once
+// ended, nothing changes it: not the script's own end after a kill, not a second kill.
+func TestJobLawsRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 13))
+	for n := range 24 {
+		steps := 1 + r.IntN(4)
+		var b strings.Builder
+		for i := range steps {
+			fmt.Fprintf(&b, "echo %d; cat f%d\n", i, i)
+		}
+		fate := r.IntN(3)  // 0: to the end; 1: killed; 2: refused
+		k := -1            // the refused step's index (echo i is 2i, cat fi is 2i+1)
+		p := r.IntN(steps) // killed: while cat fp waits
+		if fate == 2 {
+			k = r.IntN(2 * steps)
+		}
+		dir := t.TempDir()
+		for i := range steps {
+			fifo(t, dir, fmt.Sprintf("f%d", i))
+		}
+		s := openLocal(t, dir, Config{Gatekeeper: &refuseStep{k: k}})
+		ctx := context.Background()
+		// Each step's pipe is opened once its cat waits on it, in order: up to the refused
+		// step, or the killed one.
+		released := make(chan struct{})
+		go func() {
+			defer close(released)
+			for i := range steps {
+				if fate == 1 && i == p || fate == 2 && 2*i+1 >= k {
+					return
+				}
+				release(t, filepath.Join(dir, fmt.Sprintf("f%d", i)), "")
+			}
+		}()
+		res, err := s.Run(ctx, Call{Script: b.String(), Budget: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := s.Jobs()[0]
+		if res.End.Kind == Detached {
+			j, err = s.Job(res.End.Job)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if fate == 1 {
+			// Killed once step p has printed and its cat waits on a pipe nobody opens.
+			for !strings.Contains(j.Result().String(), fmt.Sprintf("%d\n", p)) {
+				select {
+				case <-j.Done():
+					t.Fatalf("job %d ended before its kill: %s", n, j.Result())
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			j.Kill()
+			select {
+			case <-j.Done():
+			default:
+				t.Fatalf("job %d: a kill did not end it at once", n)
+			}
+		}
+		final, err := j.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-released
+		printed := steps // the numbers the job printed
+		switch fate {
+		case 0:
+			if final.End.Kind != Finished {
+				t.Fatalf("job %d %q: end %+v, want finished", n, b.String(), final.End)
+			}
+		case 1:
+			printed = p + 1
+			if final.End.Kind != Killed {
+				t.Fatalf("job %d: end %+v, want killed", n, final.End)
+			}
+		case 2:
+			printed = (k + 1) / 2
+			if final.End.Kind != Refused || final.End.Step != k {
+				t.Fatalf("job %d %q: end %+v, want refused at %d", n, b.String(), final.End, k)
+			}
+		}
+		var want strings.Builder
+		for i := range printed {
+			fmt.Fprintf(&want, "%d\n", i)
+		}
+		var got strings.Builder
+		for _, st := range final.Steps {
+			got.WriteString(st.Stdout.Text)
+		}
+		if got.String() != want.String() {
+			t.Fatalf("job %d (fate %d, k %d, p %d): printed %q, want %q", n, fate, k, p, got.String(), want.String())
+		}
+		// The end is final: after every goroutine of the call is done, and a second kill.
+		j.Kill()
+		s.wg.Wait()
+		if again := j.Result(); again != final || fmt.Sprint(again.End) != fmt.Sprint(final.End) {
+			t.Fatalf("job %d: the end changed: %+v, was %+v", n, again.End, final.End)
+		}
+		t.Logf("job %d: %d steps, fate %d (k %d, p %d): %s", n, steps, fate, k, p, final.End.Kind)
+		s.Close()
 	}
 }
