@@ -165,8 +165,9 @@ func StepEffects(ctx *Context, s Step) Effects {
 		e |= ps.redirect(r)
 	}
 	switch {
-	case e == 0 || e.Has(Exec):
-		// A step judged exec may do of itself what a command beside it could make it do.
+	case e == 0 || e.Has(Exec) || len(s.Beside) == 0:
+		// Alone; or judged exec, which may do of itself what a command beside it could make
+		// it do.
 	case slices.ContainsFunc(s.Beside, func(m []string) bool { return renames(ctx, m) }):
 		// Its paths are judged before the commands beside it run; one of them may make any
 		// of its paths a link to a secret first. It asks.
