@@ -297,7 +297,7 @@ func TestJobLawsRandom(t *testing.T) {
 		}
 		if fate == 1 {
 			// Killed once step p has printed and its cat waits on a pipe nobody opens.
-			for !strings.Contains(j.Result().String(), fmt.Sprintf("%d\n", p)) {
+			for !strings.HasSuffix(stdoutOf(j.Result()), fmt.Sprintf("%d\n", p)) {
 				select {
 				case <-j.Done():
 					t.Fatalf("job %d ended before its kill: %s", n, j.Result())
@@ -337,12 +337,8 @@ func TestJobLawsRandom(t *testing.T) {
 		for i := range printed {
 			fmt.Fprintf(&want, "%d\n", i)
 		}
-		var got strings.Builder
-		for _, st := range final.Steps {
-			got.WriteString(st.Stdout.Text)
-		}
-		if got.String() != want.String() {
-			t.Fatalf("job %d (fate %d, k %d, p %d): printed %q, want %q", n, fate, k, p, got.String(), want.String())
+		if got := stdoutOf(final); got != want.String() {
+			t.Fatalf("job %d (fate %d, k %d, p %d): printed %q, want %q", n, fate, k, p, got, want.String())
 		}
 		// The end is final: after every goroutine of the call is done, and a second kill.
 		j.Kill()
@@ -353,4 +349,13 @@ func TestJobLawsRandom(t *testing.T) {
 		t.Logf("job %d: %d steps, fate %d (k %d, p %d): %s", n, steps, fate, k, p, final.End.Kind)
 		s.Close()
 	}
+}
+
+// stdoutOf is what a result's steps printed on their standard output, in order.
+func stdoutOf(res *Result) string {
+	var b strings.Builder
+	for _, st := range res.Steps {
+		b.WriteString(st.Stdout.Text)
+	}
+	return b.String()
 }
