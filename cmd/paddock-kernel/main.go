@@ -95,9 +95,19 @@ func listenOn(path, keyFile string, opts kernel.Options) error {
 	if err != nil {
 		return fmt.Errorf("key: %w", err)
 	}
-	os.Remove(path) // a socket left by an earlier kernel
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	// The socket is made under a name of its own and renamed into place once it listens: a
+	// host that finds it at path can connect (bound but not yet listening, it would refuse).
+	// The rename also takes the place of a socket left by an earlier kernel.
+	tmp := fmt.Sprintf("%s.%d", path, os.Getpid())
+	os.Remove(tmp)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
+		return err
+	}
+	l.SetUnlinkOnClose(false)
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		l.Close()
 		return err
 	}
 	defer os.Remove(path)
