@@ -50,10 +50,12 @@ func paddockBinary(t *testing.T) string {
 	return filepath.Join(binDir, "paddock")
 }
 
-// runPaddock runs the CLI in dir with env added to a clean settings home.
+// runPaddock runs the CLI in dir with env added to a clean settings home. The bound is a
+// guard against a hang, not a measure: long scripts (450 host requests, each a judged
+// program and a judged redirection) under the whole suite's load with -race need minutes.
 func runPaddock(t *testing.T, bin, dir string, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
