@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/peer"
+
 	"github.com/paddockhq/paddock/daemon"
 )
 
@@ -26,10 +28,7 @@ func requireRoot(t *testing.T, why string) {
 	if os.Getuid() == 0 {
 		return
 	}
-	if os.Getenv("PADDOCK_REQUIRE_INTEGRATION") == "1" {
-		t.Fatalf("%s needs root (to make a second uid), and PADDOCK_REQUIRE_INTEGRATION=1", why)
-	}
-	t.Skipf("%s needs root (to make a second uid)", why)
+	peer.Missing(t, "%s needs root (to make a second uid)", why)
 }
 
 // TestMain doubles as the peer of another uid: with PADDOCK_TEST_DIAL set, the binary

@@ -4,10 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/paddockhq/paddock/internal/peer"
 
 	"github.com/docker/docker/client"
 
@@ -22,10 +23,7 @@ var testLabels = map[string]string{"paddock.test": "integration"}
 // is set.
 func needPeer(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if os.Getenv("PADDOCK_REQUIRE_INTEGRATION") == "1" {
-		t.Fatalf("PADDOCK_REQUIRE_INTEGRATION=1 and the peer is missing: "+format, args...)
-	}
-	t.Skipf(format, args...)
+	peer.Missing(t, format, args...)
 }
 
 // engine returns a client of the Docker engine, or skips.

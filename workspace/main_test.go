@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/paddockhq/paddock/internal/peer"
 )
 
 // The test binary doubles as the process the crash test kills: with PADDOCK_WS_HELPER set
@@ -76,10 +78,7 @@ func runHelper(t *testing.T, dir string, killAt int) bool {
 // requireIntegration fails instead of skipping when PADDOCK_REQUIRE_INTEGRATION=1.
 func requireIntegration(t testing.TB, why string) {
 	t.Helper()
-	if os.Getenv("PADDOCK_REQUIRE_INTEGRATION") == "1" {
-		t.Fatalf("PADDOCK_REQUIRE_INTEGRATION=1 but: %s", why)
-	}
-	t.Skip(why)
+	peer.Missing(t, "%s", why)
 }
 
 // setupMounts makes a reflink XFS filesystem and an ext4 one on loop devices, when this

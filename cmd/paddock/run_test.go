@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/paddockhq/paddock/internal/peer"
 )
 
 // paddock runs the CLI in-process, as a user would run it, and returns its output and exit
@@ -146,12 +148,7 @@ var differential = []string{
 }
 
 func TestRunDifferential(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		if os.Getenv("PADDOCK_REQUIRE_INTEGRATION") == "1" {
-			t.Fatal("PADDOCK_REQUIRE_INTEGRATION=1 but there is no bash to compare with")
-		}
-		t.Skip("no bash to compare with")
-	}
+	peer.Program(t, "bash", "bash")
 	if len(differential) < 60 {
 		t.Fatalf("%d scripts, want at least 60", len(differential))
 	}

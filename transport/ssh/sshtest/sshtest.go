@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/peer"
+
 	xssh "golang.org/x/crypto/ssh"
 
 	"github.com/paddockhq/paddock/transport/ssh"
@@ -54,10 +56,7 @@ func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 // Skip skips the test with the reason, or fails it when PADDOCK_REQUIRE_INTEGRATION=1.
 func Skip(t testing.TB, reason string) {
 	t.Helper()
-	if os.Getenv("PADDOCK_REQUIRE_INTEGRATION") == "1" {
-		t.Fatalf("PADDOCK_REQUIRE_INTEGRATION=1 and %s", reason)
-	}
-	t.Skip(reason)
+	peer.Missing(t, "%s", reason)
 }
 
 // Options change the server Start makes.
