@@ -54,9 +54,11 @@ func renames(ctx *Context, argv []string) bool {
 	if len(argv) == 0 {
 		return true
 	}
-	if ownEffects(ctx, argv).Has(Exec) {
-		return false
-	}
+	return !ownEffects(ctx, argv).Has(Exec) && renamesByName(argv)
+}
+
+// renamesByName is renames for a command already known not to be judged exec.
+func renamesByName(argv []string) bool {
 	switch argv[0] {
 	case "git":
 		for _, w := range argv[1:] {
@@ -172,11 +174,11 @@ func StepEffects(ctx *Context, s Step) Effects {
 		// Its paths are judged before the commands beside it run; one of them may make any
 		// of its paths a link to a secret first. It asks.
 		e |= Secret
-	case len(s.Argv) > 0 && renames(ctx, s.Argv) && slices.ContainsFunc(s.Beside, func(m []string) bool { return opens(ctx, m) }):
+	case len(s.Argv) > 0 && renamesByName(s.Argv) && slices.ContainsFunc(s.Beside, func(m []string) bool { return opens(ctx, m) }):
 		// The same race from the other side: a command beside it was judged before this
 		// one started, and this one may change what that command's paths are (the kernel's
 		// shell judges a background job's commands and the next ones in the order they
-		// start, so either may come first).
+		// start, so either may come first). Not exec (above): its name says.
 		e |= Secret
 	}
 	return e

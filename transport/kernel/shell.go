@@ -145,16 +145,14 @@ type shell struct {
 func (sh *shell) work(argv []string) (beside [][]string, end func()) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	beside = sh.othersLocked()
 	if sh.atWork == nil {
 		sh.atWork = map[int][]string{}
-	}
-	for _, other := range sh.atWork {
-		beside = append(beside, other)
 	}
 	sh.next++
 	n := sh.next
 	sh.atWork[n] = argv
-	return wire.BoundBeside(beside), func() {
+	return beside, func() {
 		sh.mu.Lock()
 		delete(sh.atWork, n)
 		sh.mu.Unlock()
@@ -165,6 +163,12 @@ func (sh *shell) work(argv []string) (beside [][]string, end func()) {
 func (sh *shell) beside() [][]string {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	return sh.othersLocked()
+}
+
+// othersLocked is the words of the programs at work, within a judge's bounds; the caller
+// holds mu.
+func (sh *shell) othersLocked() [][]string {
 	var beside [][]string
 	for _, other := range sh.atWork {
 		beside = append(beside, other)
