@@ -39,17 +39,36 @@ func FuzzClass(f *testing.F) {
 	})
 }
 
-// FuzzStepEffects: any words, never a panic, the same effects twice.
+// FuzzStepEffects: any words, and any commands beside them (the kernel's shell sends those:
+// they are the sandbox's), never a panic, the same effects twice; the commands beside a step
+// add at most secret to what it has alone, and Renames judges any words.
 func FuzzStepEffects(f *testing.F) {
 	for _, s := range []string{"cat\x00/home/u/.ssh/id", "git\x00-C\x00x\x00grep\x00-O", "sed\x00-i\x00s/a/b/w x\x00f",
 		"xargs\x00env\x00nohup\x00rm\x00-rf\x00/", "curl\x00-sSLo\x00/tmp/x", "find\x00-D\x00", "xxd\x00-c"} {
-		f.Add(s, "/ws")
+		f.Add(s, "/ws", "")
 	}
+	f.Add("cat\x00k", "/ws", "mv\x00a\x00k\x01sleep\x005")
+	f.Add("mv\x00a\x00b", "/ws", "cat\x00k\x01\x01./tool")
 	ctx := fuzzContext(testFS())
-	f.Fuzz(func(t *testing.T, words, cwd string) {
+	f.Fuzz(func(t *testing.T, words, cwd, beside string) {
 		s := Step{Argv: strings.Split(words, "\x00"), Cwd: cwd}
-		if e := StepEffects(ctx, s); e != StepEffects(ctx, s) {
-			t.Fatalf("%q: not stable", words)
+		alone := StepEffects(ctx, s)
+		if beside != "" {
+			for _, m := range strings.Split(beside, "\x01") {
+				var argv []string
+				if m != "" {
+					argv = strings.Split(m, "\x00")
+				}
+				s.Beside = append(s.Beside, argv)
+				Renames(argv)
+			}
+		}
+		e := StepEffects(ctx, s)
+		if e != StepEffects(ctx, s) {
+			t.Fatalf("%q beside %q: not stable", words, beside)
+		}
+		if e&^Secret != alone&^Secret || !e.Has(alone) {
+			t.Fatalf("%q: %v alone, %v beside %q", words, alone, e, beside)
 		}
 	})
 }
