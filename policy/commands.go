@@ -300,6 +300,16 @@ func copier(own Effects) rule {
 func lnRule(u *use, args []string) {
 	copier(Write)(u, args)
 	a := lnSpec.parse(args)
+	if a.has("-f", "--force") {
+		// GNU ln makes the link under a temporary name beside its destination, then renames
+		// it over the old one.
+		for _, o := range a.operands {
+			u.newIn(path.Dir(o))
+		}
+		for _, d := range a.values("-t", "--target-directory") {
+			u.newIn(d)
+		}
+	}
 	if !a.has("-s", "--symbolic") || len(a.operands) == 0 {
 		return
 	}
