@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/paddockhq/paddock/transport/wire"
@@ -47,22 +49,24 @@ type Coded interface {
 }
 
 // Gate reads a kernel's frames and admits them one by one, in the order they arrive
-// (admission.go decides). Each accepted host request is served by a worker of its own and its
-// reply goes out as soon as it is made, so a request that waits (a question, a collect, a
-// slow read) holds back no other; a refusal is written at once by the gate's own writer,
-// never behind a handler. Every host request gets exactly one reply, with its id; replies
-// go out in the order they are made, not the order their requests came. Replies and stream
-// chunks for the host's own requests are routed as they are read, so output keeps flowing
-// while handlers work.
+// (admission.go decides). Each accepted host request is served where it was read, and its
+// reply goes out as soon as it is made; a request that waits (a question, a collect, a slow
+// read) keeps only its own goroutine, the reading going on in another once it has waited
+// handOnAfter, so it holds back no other for longer than that; a refusal is written at once
+// by the gate's own writer, never behind a handler. Every host request gets exactly one
+// reply, with its id; replies go out in the order they are made, not the order their
+// requests came. Replies and stream chunks for the host's own requests are routed as they
+// are read, so output keeps flowing while handlers work.
 //
 // What the gate holds is bounded in requests and in bytes: at most MaxInFlight requests are
 // served at once, and a request is taken only if, with it, the requests being served and the
 // replies not yet written hold at most MaxHeld bytes (a request counted at the memory its line
 // keeps, holdCost); one that would pass either bound is refused busy. A reply cannot be
 // refused: replies are at most MaxInFlight, each within the line limit, and while they wait
-// for a kernel that reads slowly no request is taken. The reader never
-// waits for a handler: it also carries the replies a handler may itself be waiting for, so
-// holding it would stall the session; the refusal tells the program to ask again.
+// for a kernel that reads slowly no request is taken. The reading never
+// waits for a handler past handOnAfter: it also carries the replies a handler may itself be
+// waiting for, so holding it would stall the session; the refusal tells the program to ask
+// again.
 type Gate struct {
 	Handlers map[string]Handler
 	// Reply writes one frame to the kernel. It is called from several goroutines at once.
@@ -107,30 +111,197 @@ const (
 func (g *Gate) Run(ctx context.Context, r *wire.Reader) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p := &pool{work: make(chan job), refusals: make(chan *wire.Frame, refusalQueue)}
-	p.wg.Go(func() { // the refusals' writer
-		for f := range p.refusals {
+	rd := &reading{
+		g: g, r: r, ctx: ctx, end: cancel,
+		maxInFlight: g.MaxInFlight, maxHeld: g.MaxHeld,
+		refusals: make(chan *wire.Frame, refusalQueue),
+		done:     make(chan error, 1),
+	}
+	if rd.maxInFlight <= 0 {
+		rd.maxInFlight = DefaultMaxInFlight
+	}
+	if rd.maxHeld <= 0 {
+		rd.maxHeld = DefaultMaxHeld
+	}
+	// A request leaves the count in flight once its reply is made, while its goroutine may
+	// still be writing it: twice the bound of goroutines serve at once.
+	rd.serving = make(chan struct{}, 2*rd.maxInFlight)
+	rd.wg.Go(func() { // the refusals' writer
+		for f := range rd.refusals {
 			g.write(f)
 		}
 	})
-	err := g.read(ctx, r, p)
-	close(p.refusals)
-	close(p.work)
-	cancel()
-	p.wg.Wait()
+	rd.watchdog = time.AfterFunc(time.Hour, rd.watch)
+	rd.watchdog.Stop()
+	rd.read() // returns at the end, or once the reading has gone on elsewhere and what it served is answered
+	err := <-rd.done
+	rd.wg.Wait()
+	rd.watchdog.Stop()
 	return err
 }
 
-// pool is a gate's workers while it runs: each serves one accepted request at a time, from its
-// handler to its reply written. Workers live until the gate ends, so that each request does
-// not pay for a fresh goroutine's stack to grow again; they are started as needed, up to
-// twice MaxInFlight: a request leaves the count in flight once its reply is made, while its
-// worker may still be writing it.
-type pool struct {
-	work     chan job // unbuffered: a request is taken by a worker that is free
-	workers  int      // started; the reader's own
+// handOnAfter is how long the goroutine that reads serves a request itself before the reading
+// goes on in another goroutine. Most requests are answered well within it, and serving them
+// where they were read costs no hand-off to another goroutine (on a small machine, a wake-up
+// on the other core for every request, which made the gate half as fast); one that waits (a
+// question, a collect, a slow disk) holds the reading for this long, or for as long as the
+// runtime takes to fire a timer when every goroutine waits (about a millisecond), never more.
+const handOnAfter = 100 * time.Microsecond
+
+// reading is a gate's reading while it runs. One goroutine at a time reads; it serves each
+// request it accepts itself, and hands the reading on to a fresh goroutine when the request
+// takes longer than handOnAfter.
+type reading struct {
+	g   *Gate
+	r   *wire.Reader
+	ctx context.Context
+	end context.CancelFunc // cancels the handlers still working when the reading ends
+
+	maxInFlight int
+	maxHeld     int64
+
+	serving  chan struct{} // a slot for each request served, from admission until its reply is written
 	refusals chan *wire.Frame
+	done     chan error // the reading's end: nil, a fault or the reader's error
 	wg       sync.WaitGroup
+
+	// seq counts requests served where they were read: odd while one is, each one ended
+	// twice over (once by its answer, or by the watch that hands the reading on, whichever
+	// comes first).
+	seq      atomic.Uint64
+	armed    atomic.Bool // the watchdog is set, or a watch runs
+	watchdog *time.Timer
+	seen     uint64 // the watch's own: seq at the last watch
+}
+
+// read reads frames until the stream ends, then ends the gate's reading, or until a request it
+// serves takes long enough for the reading to go on elsewhere.
+func (rd *reading) read() {
+	g := rd.g
+	for {
+		line, err := rd.r.Next()
+		if errors.Is(err, io.EOF) {
+			rd.finish(nil)
+			return
+		}
+		if err != nil {
+			rd.finish(err)
+			return
+		}
+		facts := FrameFacts{Oversize: line.Oversize()}
+		var rest bool
+		facts.Head, facts.NotUTF8, rest, facts.HeadErr = readHead(line)
+		if facts.HeadErr == nil && facts.Head.Event == wire.EventHostRequest {
+			_, facts.Served = g.Handlers[facts.Head.Type]
+			facts.Seen = g.ids.has(facts.Head.ID)
+			g.mu.Lock()
+			facts.Busy = g.inFlight >= rd.maxInFlight || g.held+holdCost(line) > rd.maxHeld
+			g.mu.Unlock()
+		}
+		adm := Admit(facts)
+		if adm.Remember {
+			g.ids.add(facts.Head.ID)
+		}
+		switch adm.Action {
+		case Fault:
+			line.Release()
+			pf := &wire.ProtocolFault{Reason: "not UTF-8"}
+			if facts.HeadErr != nil && !errors.As(facts.HeadErr, &pf) {
+				pf = &wire.ProtocolFault{Reason: facts.HeadErr.Error()}
+			}
+			if facts.Oversize {
+				pf = &wire.ProtocolFault{Reason: "over the line limit with no readable head: " + pf.Reason}
+			}
+			rd.finish(pf)
+			return
+		case Accept:
+			j := job{head: facts.Head, line: line.Bytes, cost: holdCost(line), release: line.Release, checkRest: rest}
+			if j.cost < int64(line.Block()) {
+				j.line, j.release = bytes.Clone(line.Bytes), nil
+				line.Release()
+			}
+			g.count(1, j.cost)
+			if g.Read != nil {
+				g.Read()
+			}
+			if !rd.serve(j) {
+				return
+			}
+			continue
+		case Refuse:
+			f := wire.ErrorReply(facts.Head.ID, adm.Status, adm.Code, refusalText(adm, facts, line.Size))
+			line.Release()
+			// Waits only while the writer is blocked on a kernel that does not read; the
+			// write bound of the connection ends that.
+			rd.refusals <- f
+		case Route:
+			g.Route(facts.Head, line)
+			line.Release()
+		case Drop:
+			line.Release()
+			if adm.Code != "" && g.Log != nil {
+				g.Log.Warn("frame dropped", "event", facts.Head.Event, "id", facts.Head.ID, "code", adm.Code, "size", line.Size)
+			}
+		}
+		if g.Read != nil {
+			g.Read()
+		}
+	}
+}
+
+// serve answers j here and reports whether this goroutine still reads. If the watch (watch)
+// finds j still served after handOnAfter, the reading goes on in a goroutine of its own and
+// this one only answers j. The gate has room for j (fewer than maxInFlight requests in
+// flight); when every slot to serve in is taken, a request has been answered and its reply is
+// being written, so the reading waits for that write (bounded by the connection's write
+// deadline), never for a handler.
+func (rd *reading) serve(j job) bool {
+	rd.serving <- struct{}{}
+	s := rd.seq.Add(1) // odd: a request is served where it was read
+	if rd.armed.CompareAndSwap(false, true) {
+		rd.watchdog.Reset(handOnAfter)
+	}
+	rd.g.answer(rd.ctx, j)
+	<-rd.serving
+	return rd.seq.CompareAndSwap(s, s+1)
+}
+
+// watch runs every handOnAfter while requests are served where they are read (the timer is
+// armed by the first and kept while they go on, so a stream of quick requests pays for one
+// timer each period, not one each): a request found served at two watches in a row has been
+// served for at least handOnAfter, and the reading goes on in a fresh goroutine. Only one
+// watch runs at a time, so seen is its own.
+func (rd *reading) watch() {
+	for {
+		s := rd.seq.Load()
+		if s%2 == 1 && s == rd.seen && rd.seq.CompareAndSwap(s, s+1) {
+			rd.wg.Add(1)
+			go func() {
+				defer rd.wg.Done()
+				rd.read()
+			}()
+			s++
+		}
+		rd.seen = s
+		if s%2 == 1 {
+			rd.watchdog.Reset(handOnAfter)
+			return
+		}
+		rd.armed.Store(false)
+		// A request served since the load above found the watch armed and left it to this one.
+		if rd.seq.Load()%2 == 0 || !rd.armed.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// finish ends the gate's reading with err: the refusals' writer ends once it has written
+// those queued, the handlers still working are cancelled, and Run returns err once every
+// request read has been answered.
+func (rd *reading) finish(err error) {
+	close(rd.refusals)
+	rd.end()
+	rd.done <- err
 }
 
 // job is an accepted request: its head and its line, what holding the line costs and, when
@@ -160,104 +331,12 @@ func holdCost(line wire.Line) int64 {
 	return line.Size
 }
 
-// start hands j to a free worker, or to a new one. The gate has room for j (fewer than
-// maxInFlight requests in flight), so when every worker is started one has made its reply
-// and is writing it: the reader waits for that write (bounded by the connection's write
-// deadline), never for a handler.
-func (p *pool) start(ctx context.Context, g *Gate, j job, maxInFlight int) {
-	select {
-	case p.work <- j:
-		return
-	default:
-	}
-	if p.workers < 2*maxInFlight { // a worker may still be writing the reply of a request it answered
-		p.workers++
-		p.wg.Go(func() {
-			for ok := true; ok; j, ok = <-p.work {
-				g.answer(ctx, j)
-			}
-		})
-		return
-	}
-	p.work <- j
-}
-
-func (g *Gate) read(ctx context.Context, r *wire.Reader, p *pool) error {
-	maxInFlight, maxHeld := g.MaxInFlight, g.MaxHeld
-	if maxInFlight <= 0 {
-		maxInFlight = DefaultMaxInFlight
-	}
-	if maxHeld <= 0 {
-		maxHeld = DefaultMaxHeld
-	}
-	for {
-		line, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		facts := FrameFacts{Oversize: line.Oversize()}
-		var rest bool
-		facts.Head, facts.NotUTF8, rest, facts.HeadErr = readHead(line)
-		if facts.HeadErr == nil && facts.Head.Event == wire.EventHostRequest {
-			_, facts.Served = g.Handlers[facts.Head.Type]
-			facts.Seen = g.ids.has(facts.Head.ID)
-			g.mu.Lock()
-			facts.Busy = g.inFlight >= maxInFlight || g.held+holdCost(line) > maxHeld
-			g.mu.Unlock()
-		}
-		adm := Admit(facts)
-		if adm.Remember {
-			g.ids.add(facts.Head.ID)
-		}
-		switch adm.Action {
-		case Fault:
-			line.Release()
-			pf := &wire.ProtocolFault{Reason: "not UTF-8"}
-			if facts.HeadErr != nil && !errors.As(facts.HeadErr, &pf) {
-				pf = &wire.ProtocolFault{Reason: facts.HeadErr.Error()}
-			}
-			if facts.Oversize {
-				pf = &wire.ProtocolFault{Reason: "over the line limit with no readable head: " + pf.Reason}
-			}
-			return pf
-		case Accept:
-			j := job{head: facts.Head, line: line.Bytes, cost: holdCost(line), release: line.Release, checkRest: rest}
-			if j.cost < int64(line.Block()) {
-				j.line, j.release = bytes.Clone(line.Bytes), nil
-				line.Release()
-			}
-			g.count(1, j.cost)
-			p.start(ctx, g, j, maxInFlight)
-		case Refuse:
-			f := wire.ErrorReply(facts.Head.ID, adm.Status, adm.Code, refusalText(adm, facts, line.Size))
-			line.Release()
-			// Waits only while the writer is blocked on a kernel that does not read; the
-			// write bound of the connection ends that.
-			p.refusals <- f
-		case Route:
-			g.Route(facts.Head, line)
-			line.Release()
-		case Drop:
-			line.Release()
-			if adm.Code != "" && g.Log != nil {
-				g.Log.Warn("frame dropped", "event", facts.Head.Event, "id", facts.Head.ID, "code", adm.Code, "size", line.Size)
-			}
-		}
-		if g.Read != nil {
-			g.Read()
-		}
-	}
-}
-
 // readHead reads a line's head. A line that is not UTF-8 still has a readable head when every
 // member of the head comes before the first invalid byte: the head is returned with notUTF8.
 // An oversized line is checked only in the head that was kept. A host request's bytes past
-// its head are left unchecked (rest): the worker that serves it checks them before its
-// handler sees the line, so the one reader never scans a large request twice while the
-// workers wait. Any other line within the limit is checked whole here.
+// its head are left unchecked (rest): answer checks them before its handler sees the
+// line, so the reading never scans a large request twice, and a request refused busy or
+// unknown is never scanned past its head. Any other line within the limit is checked whole here.
 func readHead(line wire.Line) (h wire.Head, notUTF8, rest bool, err error) {
 	if line.Oversize() {
 		h, err = wire.ReadHead(line.Head, false)
@@ -289,7 +368,7 @@ func readHead(line wire.Line) (h wire.Head, notUTF8, rest bool, err error) {
 	return h, true, false, err
 }
 
-// unchecked is where the bytes of a line readHead left to the worker begin: the reader
+// unchecked is where the bytes of a line readHead left to answer begin: the reader
 // checked the head but for a character it may cut at its end (wire.ReadHead drops up to
 // utf8.UTFMax bytes there), so the rest starts at the first character before those.
 func unchecked(line []byte) int {
@@ -326,7 +405,7 @@ func (g *Gate) count(requests int, bytes int64) {
 func (g *Gate) answer(ctx context.Context, j job) {
 	var reply *wire.Frame
 	if j.checkRest && !utf8.Valid(j.line[unchecked(j.line):]) {
-		// The admission the reader made, completed with the fact it left to the worker.
+		// The admission the reading made, completed with the fact it left to answer.
 		adm := Admit(FrameFacts{Head: j.head, Served: true, NotUTF8: true})
 		reply = wire.ErrorReply(j.head.ID, adm.Status, adm.Code, refusalText(adm, FrameFacts{Head: j.head}, int64(len(j.line))))
 	} else {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -348,5 +350,135 @@ func TestGateReplyFreesItsPlaceFirst(t *testing.T) {
 	p.w.Close()
 	if err := <-p.done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// As many requests as the gate serves at once may each wait, every one started while the
+// others wait: the reading goes on past each (it is handed on once a request has waited), so
+// a request past the bound is refused busy at once, and when they are let go each gives its
+// one reply.
+//
+// law: request_not_held_back, proto_one_reply_each
+func TestGateEveryRequestMayWait(t *testing.T) {
+	slow := newBlocker()
+	p := startPipeGate(t, &Gate{Handlers: map[string]Handler{"slow": slow.handle, "a": echoHandler}}, 6000)
+	for i := range DefaultMaxInFlight {
+		p.send(hostRequest(fmt.Sprint(i), "slow", `{}`))
+	}
+	started := map[string]bool{}
+	for range DefaultMaxInFlight {
+		started[slow.waitStarted(t)] = true
+	}
+	if len(started) != DefaultMaxInFlight {
+		t.Fatalf("%d distinct requests started, want %d", len(started), DefaultMaxInFlight)
+	}
+	p.send(hostRequest("x", "a", `{}`))
+	if f := p.reply("a request past the bound"); f.ID != "x" || f.Error == nil || f.Error.Code != CodeBusy {
+		t.Fatalf("reply %+v, want busy", f)
+	}
+	close(slow.release)
+	replied := map[string]bool{}
+	for range DefaultMaxInFlight {
+		f := p.reply("a request let go")
+		if f.Status != wire.StatusOK || replied[f.ID] || !started[f.ID] {
+			t.Fatalf("reply %+v (replied before: %v)", f, replied[f.ID])
+		}
+		replied[f.ID] = true
+	}
+	p.end()
+}
+
+// A handler may wait for a frame that only the reading brings (a reply to a request the host
+// sent the kernel while serving): the reading goes on past it, so it is not waiting for itself.
+//
+// law: request_not_held_back
+func TestGateHandlerWaitsForTheReading(t *testing.T) {
+	routed := make(chan string, 1)
+	waits := func(ctx context.Context, req HostRequest) (any, error) {
+		select {
+		case id := <-routed:
+			return map[string]string{"routed": id}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	g := &Gate{
+		Handlers: map[string]Handler{"waits": waits},
+		Route:    func(h wire.Head, _ wire.Line) { routed <- h.ID },
+	}
+	p := startPipeGate(t, g, 6000)
+	p.send(hostRequest("1", "waits", `{}`))
+	p.send(`{"event":"reply","id":"h1","status":"ok"}`)
+	if f := p.reply("a request waiting for a routed frame"); f.ID != "1" || f.Status != wire.StatusOK || !strings.Contains(string(f.Body), `"h1"`) {
+		t.Fatalf("reply %+v", f)
+	}
+	p.end()
+}
+
+// Requests whose handlers take from nothing to several times handOnAfter, so that the reading
+// is handed on while some are answered, on the edge of the watch: each request gets exactly
+// one reply, no two goroutines ever read at once (the race detector watches the reader), and
+// Run returns once all are answered.
+//
+// law: proto_one_reply_each
+func TestGateHandOnRandom(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("PADDOCK_GATE_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("PADDOCK_GATE_SEED=%d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	const n = 400
+	waits := make([]time.Duration, n)
+	for i := range waits {
+		if rng.IntN(3) > 0 {
+			waits[i] = time.Duration(rng.Int64N(int64(4 * handOnAfter)))
+		}
+	}
+	handle := func(_ context.Context, req HostRequest) (any, error) {
+		i, _ := strconv.Atoi(req.ID)
+		// The handler's own work, not the test waiting: it takes about this long.
+		time.Sleep(waits[i])
+		return nil, nil
+	}
+	var mu sync.Mutex
+	replies := map[string]int{}
+	all := make(chan struct{})
+	slots := make(chan struct{}, wire.MaxHostRequests)
+	g := &Gate{
+		Handlers: map[string]Handler{"h": handle},
+		Reply: func(f *wire.Frame) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if f.Status != wire.StatusOK {
+				t.Errorf("reply %+v", f)
+			}
+			replies[f.ID]++
+			<-slots
+			if len(replies) == n && replies[f.ID] == 1 {
+				close(all)
+			}
+			return nil
+		},
+	}
+	p := startPipeGate(t, g, 6000)
+	go func() { // a kernel keeps at most the gate's bound waiting
+		for i := range n {
+			slots <- struct{}{}
+			if _, err := io.WriteString(p.w, hostRequest(fmt.Sprint(i), "h", `{}`)+"\n"); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-all:
+	case <-time.After(guard):
+		t.Fatal("not every request was answered")
+	}
+	p.end()
+	for id, k := range replies {
+		if k != 1 {
+			t.Errorf("request %s: %d replies", id, k)
+		}
 	}
 }
