@@ -148,6 +148,11 @@ func (g *Gate) Run(ctx context.Context, r *wire.Reader) error {
 // runtime takes to fire a timer when every goroutine waits (about a millisecond), never more.
 const handOnAfter = 100 * time.Microsecond
 
+// asideFrom: a request this large is served in a goroutine of its own from the start. Its
+// handler's work (checking its bytes, decoding, writing them) takes far longer than the
+// hand-off, and the reading meanwhile reads the next line.
+const asideFrom = 1 << 20
+
 // reading is a gate's reading while it runs. One goroutine at a time reads; it serves each
 // request it accepts itself, and hands the reading on to a fresh goroutine when the request
 // takes longer than handOnAfter.
@@ -257,6 +262,13 @@ func (rd *reading) read() {
 // deadline), never for a handler.
 func (rd *reading) serve(j job) bool {
 	rd.serving <- struct{}{}
+	if len(j.line) >= asideFrom {
+		rd.wg.Go(func() {
+			rd.g.answer(rd.ctx, j)
+			<-rd.serving
+		})
+		return true
+	}
 	s := rd.seq.Add(1) // odd: a request is served where it was read
 	if rd.armed.CompareAndSwap(false, true) {
 		rd.watchdog.Reset(handOnAfter)
