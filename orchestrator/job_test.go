@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,18 +19,30 @@ func TestJobDetachesThenEnds(t *testing.T) {
 	s := openLocal(t, dir, Config{})
 	ctx := context.Background()
 	// The step after the budget waits for a file the test makes once the call has
-	// returned, so the call cannot have waited for the script's end.
-	res, err := s.Run(ctx, Call{Script: "echo start; while [ ! -e go ]; do sleep 0.01; done; echo end", Budget: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
+	// returned, so the call cannot have waited for the script's end. On a loaded machine the
+	// budget can pass before the first step's output arrives: the budget grows until the
+	// output came first (a detached result that never carries it fails at the last).
+	var res *Result
+	var gate string
+	for budget := 100 * time.Millisecond; ; budget *= 4 {
+		gate = fmt.Sprintf("go%d", budget.Milliseconds())
+		r, err := s.Run(ctx, Call{Script: "echo start; while [ ! -e " + gate + " ]; do sleep 0.01; done; echo end", Budget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.End.Kind != Detached || r.End.Job == "" {
+			t.Fatalf("end %+v, want detached", r.End)
+		}
+		if len(r.Steps) > 0 && r.Steps[0].Stdout.Text == "start\n" {
+			res = r
+			break
+		}
+		if budget > 20*time.Second {
+			t.Fatalf("the detached result lacks the output so far: %s", r)
+		}
+		os.WriteFile(filepath.Join(dir, gate), nil, 0o600) // that job ends; the next waits for its own file
 	}
-	if res.End.Kind != Detached || res.End.Job == "" {
-		t.Fatalf("end %+v, want detached", res.End)
-	}
-	if len(res.Steps) == 0 || res.Steps[0].Stdout.Text != "start\n" {
-		t.Fatalf("the detached result lacks the output so far: %s", res)
-	}
-	os.WriteFile(filepath.Join(dir, "go"), nil, 0o600)
+	os.WriteFile(filepath.Join(dir, gate), nil, 0o600)
 	j, err := s.Job(res.End.Job)
 	if err != nil {
 		t.Fatal(err)
