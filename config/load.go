@@ -29,6 +29,10 @@ type Options struct {
 	// Flags and FlagKeys bind command-line flags (by name) to settings keys.
 	Flags    *pflag.FlagSet
 	FlagKeys map[string]string
+	// Set gives settings keys values above every other source, as flags do (a daemon's
+	// request); SetBy names that source ("request").
+	Set   map[string]any
+	SetBy string
 }
 
 // Loaded is the outcome of Load.
@@ -135,11 +139,14 @@ func load(o Options, pf *projectFile) (*Loaded, error) {
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
 	for name, key := range o.FlagKeys {
-		if f := o.Flags.Lookup(name); f != nil {
+		if f := lookup(o.Flags, name); f != nil {
 			if err := v.BindPFlag(key, f); err != nil {
 				return nil, err
 			}
 		}
+	}
+	for key, val := range o.Set {
+		v.Set(key, val)
 	}
 	s := Defaults()
 	err = v.Unmarshal(&s, viper.DecodeHook(mapstructure.ComposeDecodeHookFunc(
@@ -152,9 +159,12 @@ func load(o Options, pf *projectFile) (*Loaded, error) {
 	l.Settings = s
 	flagOf := map[string]string{}
 	for name, key := range o.FlagKeys {
-		if f := o.Flags.Lookup(name); f != nil && f.Changed {
+		if f := lookup(o.Flags, name); f != nil && f.Changed {
 			flagOf[strings.ToLower(key)] = "flag --" + name
 		}
+	}
+	for key := range o.Set {
+		flagOf[strings.ToLower(key)] = o.SetBy
 	}
 	for _, k := range v.AllKeys() {
 		env := "PADDOCK_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_"))
@@ -172,6 +182,14 @@ func load(o Options, pf *projectFile) (*Loaded, error) {
 		}
 	}
 	return l, nil
+}
+
+// lookup is the flag of that name; nil when there are no flags.
+func lookup(fs *pflag.FlagSet, name string) *pflag.Flag {
+	if fs == nil {
+		return nil
+	}
+	return fs.Lookup(name)
 }
 
 func has(m map[string]any, k string) bool {

@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/transport"
@@ -37,9 +38,10 @@ type Opened struct {
 	Transport       string        // the transport's kind
 	NoOutputTimeout time.Duration // 0: none
 	Warnings        []string
-	// Release, when set, frees what the transport holds (an engine client) once the session
-	// and its children have closed.
-	Release func()
+	// Finish, when set, is run once the session and its children have closed: it hands a
+	// workspace copied to a box back (its report is the session's hand-back) and frees what
+	// the transport holds (an engine client).
+	Finish func(context.Context) (*workspace.Report, error)
 }
 
 // Config configures a Server.
@@ -92,9 +94,9 @@ type entry struct {
 	hub  *hub
 	dir  string // the session's state directory
 	noOT time.Duration
-	// release frees the transport's resources after Close (root sessions only: children
-	// share their root's transport).
-	release func()
+	// finish hands back a copied workspace and frees the transport's resources after Close
+	// (root sessions only: children share their root's transport).
+	finish func(context.Context) (*workspace.Report, error)
 
 	calls atomic.Int64
 
@@ -508,8 +510,8 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 		return nil, err
 	}
 	release := func() {
-		if o.Release != nil {
-			o.Release()
+		if o.Finish != nil {
+			o.Finish(ctx)
 		}
 	}
 	info := st.Session
@@ -524,7 +526,7 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	cfg.Listen, cfg.Key = filepath.Join(dir, listenDir), st.Key
 	kp := &keeper{s: s, listen: true}
 	cfg.Keeper = kp
-	e := &entry{cfg: cfg, hub: newHub(info.ID), dir: dir, noOT: o.NoOutputTimeout, release: o.Release,
+	e := &entry{cfg: cfg, hub: newHub(info.ID), dir: dir, noOT: o.NoOutputTimeout, finish: o.Finish,
 		req: st.Request, key: st.Key, artifacts: map[string]string{}, states: map[string]storedJob{}}
 	kp.e.Store(e)
 	err = s.takeUp(ctx, e, st, func(k transport.Kernel, jobs []orchestrator.Restore) (*orchestrator.Session, error) {
@@ -823,12 +825,12 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 	sess, err := orchestrator.Open(ctx, cfg)
 	if err != nil {
 		os.RemoveAll(dir)
-		if o.Release != nil {
-			o.Release()
+		if o.Finish != nil {
+			o.Finish(ctx)
 		}
 		return nil, err
 	}
-	e := &entry{s: sess, cfg: cfg, hub: newHub(id), dir: dir, noOT: o.NoOutputTimeout, release: o.Release,
+	e := &entry{s: sess, cfg: cfg, hub: newHub(id), dir: dir, noOT: o.NoOutputTimeout, finish: o.Finish,
 		req: stored, key: cfg.Key, artifacts: map[string]string{}}
 	kp.e.Store(e)
 	e.info = api.Session{ID: id, State: api.Open, Workspace: sess.Workspace(), Transport: o.Transport,
@@ -996,7 +998,8 @@ func (s *Server) closeSession(id string) (api.Session, error) {
 	info := s.describe(e)
 	if e.s != nil {
 		t0 := time.Now()
-		if err := e.close(); err != nil {
+		synced, err := e.close()
+		if err != nil {
 			errs = append(errs, err)
 		}
 		e.mu.Lock()
@@ -1010,6 +1013,9 @@ func (s *Server) closeSession(id string) (api.Session, error) {
 			s.metrics.add(func(m *metrics) { m.handback.observe(time.Since(t0)) })
 		}
 		info.Handback = e.s.Handback()
+		if info.Handback == nil {
+			info.Handback = synced
+		}
 		s.metrics.add(func(m *metrics) { m.open--; m.closed++ })
 	}
 	s.dropClean(info.Handback)
@@ -1043,13 +1049,15 @@ func (e *entry) detached(id string) bool {
 	return ok
 }
 
-// close closes the session, then frees its transport's resources.
-func (e *entry) close() error {
+// close closes the session, then finishes its transport: a workspace copied to a box is
+// handed back (the report), what the transport holds is freed.
+func (e *entry) close() (*workspace.Report, error) {
 	err := e.s.Close()
-	if e.release != nil {
-		e.release()
+	if e.finish == nil {
+		return nil, err
 	}
-	return err
+	rep, ferr := e.finish(context.Background())
+	return rep, errors.Join(err, ferr)
 }
 
 func isNotFound(err error) bool {
@@ -1171,20 +1179,7 @@ func (s *Server) watchJob(e *entry, j *orchestrator.Job, art string) {
 }
 
 // parseDuration reads a duration; a bare number is seconds; "-1": no limit.
-func parseDuration(v string) (time.Duration, error) {
-	v = strings.TrimSpace(v)
-	if v == "-1" {
-		return -1, nil
-	}
-	if d, err := time.ParseDuration(v); err == nil {
-		return d, nil
-	}
-	var secs float64
-	if _, err := fmt.Sscanf(v, "%g", &secs); err == nil {
-		return time.Duration(secs * float64(time.Second)), nil
-	}
-	return 0, fmt.Errorf("%q is not a duration (e.g. 30s, 5m)", v)
-}
+func parseDuration(v string) (time.Duration, error) { return config.ParseDuration(v) }
 
 // ParseDuration is the daemon's reading of a duration setting: "30s", "5m", a bare number of
 // seconds, "-1" for no limit.

@@ -89,7 +89,7 @@ daemon there says what its sessions would have, the flags given passed as run pa
 	f.BoolVar(&asJSON, "json", false, "print a JSON list of {key, value, source}")
 	var tf transportFlags
 	tf.register(f)
-	registerRunSettings(f)
+	registerRunFlags(f)
 	cmd.AddCommand(show)
 	return cmd
 }

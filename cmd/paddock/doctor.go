@@ -6,29 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/paddockhq/paddock/images"
-	"github.com/paddockhq/paddock/transport/docker"
+	"github.com/paddockhq/paddock/session"
 )
 
 func init() { commands = append(commands, newDoctorCmd) }
 
 // check is one line of the doctor's report.
-type check struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail"`
-	Fix    string `json:"fix,omitempty"`
-}
+type check = session.Check
 
 func newDoctorCmd() *cobra.Command {
 	var (
@@ -54,7 +47,13 @@ whatever it finds; --json prints the checks as a JSON array.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
-			checks := []check{checkDocker(ctx), checkContainerd(), checkReflink(dir), checkKernel(ctx)}
+			var checks []check
+			for _, p := range session.Providers() {
+				if c := p.Check(ctx); c.Name != "" {
+					checks = append(checks, c)
+				}
+			}
+			checks = append(checks, checkReflink(dir), checkKernel(ctx))
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
@@ -81,67 +80,6 @@ func printChecks(w io.Writer, checks []check) {
 			fmt.Fprintf(w, "     %-10s %s\n", "", c.Fix)
 		}
 	}
-}
-
-// checkDocker reports the engine, and so the transport `paddock run` takes by default.
-func checkDocker(ctx context.Context) check {
-	c := check{Name: "docker"}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	cli, err := docker.Connect(cctx)
-	if err != nil {
-		c.Detail = "no engine reachable: " + oneLine(err) + "; paddock run falls back to the local transport (unconfined)"
-		c.Fix = "start the engine (systemctl start docker, or dockerd), or point DOCKER_HOST at one; a user outside the docker group needs to join it"
-		return c
-	}
-	defer cli.Close()
-	v, err := cli.ServerVersion(cctx)
-	if err != nil {
-		c.Detail = "the engine answers ping but not version: " + oneLine(err)
-		return c
-	}
-	c.OK = true
-	c.Detail = fmt.Sprintf("engine %s (API %s, client speaks %s) at %s, %s/%s; paddock run uses the docker transport by default",
-		v.Version, v.APIVersion, cli.ClientVersion(), cli.DaemonHost(), v.Os, v.Arch)
-	if !strings.HasPrefix(cli.DaemonHost(), "unix://") {
-		c.OK = false
-		c.Detail += "; the engine is not local, so it cannot bind this machine's workspace and kernel"
-		c.Fix = "use a local engine (unset DOCKER_HOST), or the wrapped transport into a container that already holds the kernel"
-	}
-	if _, err := cli.ImageInspect(cctx, images.HostRef); err == nil {
-		c.Detail += "; the host image " + images.HostRef + " is made"
-	} else {
-		c.Detail += "; the host image " + images.HostRef + " is made at the first run"
-	}
-	return c
-}
-
-// checkContainerd reports whether a containerd socket answers: CONTAINERD_ADDRESS, the
-// system's, or the one the Docker engine runs for itself.
-func checkContainerd() check {
-	c := check{Name: "containerd"}
-	socks := []string{"/run/containerd/containerd.sock", "/var/run/docker/containerd/containerd.sock"}
-	if a := os.Getenv("CONTAINERD_ADDRESS"); a != "" {
-		socks = []string{strings.TrimPrefix(a, "unix://")}
-	}
-	var why []string
-	for _, sock := range socks {
-		conn, err := net.DialTimeout("unix", sock, 2*time.Second)
-		if err != nil {
-			why = append(why, fmt.Sprintf("%s: %s", sock, errText(err)))
-			continue
-		}
-		conn.Close()
-		c.OK = true
-		c.Detail = "a socket answers at " + sock
-		if strings.Contains(sock, "/docker/") {
-			c.Detail += " (the Docker engine's own, namespace moby)"
-		}
-		return c
-	}
-	c.Detail = "no socket answers (" + strings.Join(why, "; ") + ")"
-	c.Fix = "start containerd (systemctl start containerd), or set CONTAINERD_ADDRESS to its socket"
-	return c
 }
 
 // checkReflink reports whether dir's filesystem clones files (FICLONE), which makes

@@ -202,10 +202,6 @@ func fanoutEmbedded(ctx context.Context, cmd *cobra.Command, workspaceDir, state
 	if err != nil {
 		return nil, err
 	}
-	pol, err := sessionPolicy(l)
-	if err != nil {
-		return nil, err
-	}
 	made := stateDir == ""
 	if made {
 		// Beside the workspace, on its filesystem, so that the clones are reflinks.
@@ -213,16 +209,18 @@ func fanoutEmbedded(ctx context.Context, cmd *cobra.Command, workspaceDir, state
 			return nil, err
 		}
 	}
-	timeout, err := jobTimeout(l)
+	p, err := tf.prepare(ctx, workspaceDir, l)
 	if err != nil {
+		if made {
+			os.RemoveAll(stateDir)
+		}
 		return nil, err
 	}
-	cfg := orchestrator.Config{Workspace: workspaceDir, Limit: l.Settings.Output.Limit, Policy: pol, StateDir: stateDir, JobTimeout: timeout}
-	if _, err := tf.configure(ctx, &cfg, &l.Settings); err != nil {
-		return nil, err
-	}
+	cfg := p.Config
+	cfg.StateDir = stateDir
 	root, err := orchestrator.Open(ctx, cfg)
 	if err != nil {
+		p.Finish(ctx)
 		if made {
 			os.RemoveAll(stateDir)
 		}
@@ -256,6 +254,7 @@ func fanoutEmbedded(ctx context.Context, cmd *cobra.Command, workspaceDir, state
 		},
 		done: func() {
 			root.Close()
+			p.Finish(context.Background())
 			if made {
 				// A clean child's directory went with its hand-back: what is left is the
 				// conflicted children's, each named in the report; an empty one goes.

@@ -230,7 +230,7 @@ func newSessionsCmd() *cobra.Command {
 	open.Flags().StringVar(&budget, "budget", "", "how long a call blocks before it goes on as a job (default: shell.blockingBudget)")
 	open.Flags().StringVar(&noOutput, "no-output-timeout", "", "kill a job that printed nothing for this long (default: never)")
 	tf.register(open.Flags())
-	registerRunSettings(open.Flags())
+	registerRunFlags(open.Flags())
 	spawn := &cobra.Command{
 		Use:   "spawn PARENT --name NAME [--isolated]",
 		Short: "Spawn a child of a daemon's session and print its id",

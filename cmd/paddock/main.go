@@ -15,6 +15,9 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/session"
 )
 
 // Exit codes, documented in README.md.
@@ -147,6 +150,8 @@ func classify(err error, sig os.Signal) (code string, status int) {
 			n = int(s)
 		}
 		return "interrupted", 128 + n
+	case errors.Is(err, images.ErrNoKernel):
+		return "no_kernel", exitNoKernel
 	case errors.As(err, &ce):
 		switch code = "failed"; {
 		case ce.ExitCode() == exitNoKernel:
@@ -186,7 +191,8 @@ func (e *usageError) Unwrap() error { return e.err }
 
 func isUsage(err error) bool {
 	var u *usageError
-	return errors.As(err, &u) || strings.HasPrefix(err.Error(), "unknown command")
+	var o *session.OptionError
+	return errors.As(err, &u) || errors.As(err, &o) || strings.HasPrefix(err.Error(), "unknown command")
 }
 
 // usageArgs wraps a cobra argument check so that its error is a usage error.

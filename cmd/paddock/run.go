@@ -3,18 +3,25 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/orchestrator/output"
 	"github.com/paddockhq/paddock/prompt"
+	"github.com/paddockhq/paddock/session"
+	"github.com/paddockhq/paddock/workspace"
 )
 
 func init() { commands = append(commands, newRunCmd) }
@@ -28,14 +35,28 @@ var runKeys = map[string]string{
 	"job-timeout":  "shell.jobTimeout",
 }
 
-// handedBack is a transport that hands a copied workspace back when its kernel ends.
-type handedBack interface{ HandbackConflicts() int }
+// finish closes a command's session, then finishes what was prepared for it: a workspace
+// copied to a box is handed back, and what came back is shown.
+func finish(s *orchestrator.Session, p *session.Prepared, errOut io.Writer) (*workspace.Report, error) {
+	err := s.Close()
+	rep, ferr := p.Finish(context.Background())
+	if rep != nil {
+		fmt.Fprintf(errOut, "paddock: workspace handed back: %d changes taken, %d conflicts\n", rep.Counts.Taken, rep.Counts.Conflicts)
+		for _, c := range rep.Conflicts {
+			fmt.Fprintf(errOut, "paddock: conflict: %s (%s); the box's version is in %s\n", c.Path, c.Reason, filepath.Join(rep.Dir, c.Saved))
+		}
+	}
+	if ferr != nil {
+		fmt.Fprintln(errOut, "paddock:", ferr)
+	}
+	return rep, errors.Join(err, ferr)
+}
 
 func newRunCmd() *cobra.Command {
 	var (
-		workspace string
-		asJSON    bool
-		tf        transportFlags
+		dir    string
+		asJSON bool
+		tf     transportFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [--workspace DIR] [--json] [--host unix://PATH] -- SCRIPT",
@@ -48,47 +69,37 @@ status is the script's (126 when a step was refused). With --host unix://PATH (o
 PADDOCK_HOST) the session is opened in that daemon instead, with the same flags.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if workspace == "" {
+			if dir == "" {
 				wd, err := os.Getwd()
 				if err != nil {
 					return err
 				}
-				workspace = wd
+				dir = wd
 			}
 			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if host := daemonHost(cmd.Flags()); host != "" {
-				return runHosted(ctx, cmd, host, workspace, args[0], asJSON)
+				return runHosted(ctx, cmd, host, dir, args[0], asJSON)
 			}
-			l, err := loadSettings(workspace, cmd.Flags(), withKeys(runKeys, transportKeys), errOut)
+			l, err := loadSettings(dir, cmd.Flags(), withKeys(runKeys, transportKeys), errOut)
 			if err != nil {
 				return err
 			}
-			if err := l.Settings.Output.Validate(); err != nil {
-				return &usageError{msg: err.Error()}
-			}
-			pol, err := sessionPolicy(l)
+			p, err := tf.prepare(ctx, dir, l)
 			if err != nil {
 				return err
 			}
-			timeout, err := jobTimeout(l)
+			for _, n := range p.Notices {
+				fmt.Fprintln(errOut, "paddock:", n)
+			}
+			s, err := orchestrator.Open(ctx, p.Config)
 			if err != nil {
+				p.Finish(ctx)
 				return err
 			}
-			cfg := orchestrator.Config{Workspace: workspace, Limit: l.Settings.Output.Limit, Policy: pol, JobTimeout: timeout}
-			notice, err := tf.configure(ctx, &cfg, &l.Settings)
-			if err != nil {
-				return err
-			}
-			if notice != "" {
-				fmt.Fprintln(errOut, "paddock:", notice)
-			}
-			s, err := orchestrator.Open(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
+			fin := sync.OnceValues(func() (*workspace.Report, error) { return finish(s, p, errOut) })
+			defer fin()
 			if !asJSON && term.IsTerminal(int(os.Stdin.Fd())) {
 				t := prompt.New(os.Stdin, os.Stderr, s.Answer)
 				defer s.Attach(t)()
@@ -124,24 +135,30 @@ PADDOCK_HOST) the session is opened in that daemon instead, with the same flags.
 			}
 			// A workspace copied to a box comes back when the session closes; a hand-back
 			// that conflicted is the run's outcome.
-			if err := s.Close(); err != nil {
+			rep, err := fin()
+			if err != nil {
 				return err
 			}
-			if hb, ok := cfg.Transport.(handedBack); ok && hb.HandbackConflicts() > 0 {
-				return outcome(exitConflicts, fmt.Errorf("the workspace came back with conflicts: %d", hb.HandbackConflicts()))
+			if rep != nil && rep.Counts.Conflicts > 0 {
+				return outcome(exitConflicts, fmt.Errorf("the workspace came back with conflicts: %d", rep.Counts.Conflicts))
 			}
 			return nil
 		},
 	}
-	def := output.Default()
 	f := cmd.Flags()
-	f.StringVarP(&workspace, "workspace", "w", "", "the session's workspace and working directory (default: the current directory)")
+	f.StringVarP(&dir, "workspace", "w", "", "the session's workspace and working directory (default: the current directory)")
 	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object instead of the output")
+	registerRunFlags(f)
+	tf.register(f)
+	return cmd
+}
+
+// registerRunFlags registers run's settings flags (runKeys).
+func registerRunFlags(f *pflag.FlagSet) {
+	def := output.Default()
 	f.Int("max-bytes", def.Bytes, "bytes of each step's output kept in the result (0: all)")
 	f.Int("max-lines", def.Lines, "lines of each step's output kept in the result (0: all)")
 	f.String("keep", def.Mode.String(), "which end of a long output the result keeps: head or tail")
 	f.StringSlice("auto-effects", nil, "effects a step may have and still run unasked (default: every effect but secret)")
 	f.String("job-timeout", "", "kill the script once it has run this long, e.g. 30m (default: shell.jobTimeout, none)")
-	tf.register(f)
-	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/paddockhq/paddock/internal/peer"
+	"github.com/paddockhq/paddock/session"
 )
 
 // paddock runs the CLI in-process, as a user would run it, and returns its output and exit
@@ -210,7 +211,7 @@ func TestRunAudits(t *testing.T) {
 	if code != 126 {
 		t.Fatalf("exit %d, want 126 (the write refused, nobody attached)", code)
 	}
-	p := auditFile()
+	p := session.AuditFile()
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

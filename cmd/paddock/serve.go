@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -11,19 +10,15 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
+	"mvdan.cc/sh/v3/shell"
 
 	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/daemon/api"
-	"github.com/paddockhq/paddock/orchestrator"
-	"github.com/paddockhq/paddock/orchestrator/output"
 	"github.com/paddockhq/paddock/place"
-	"github.com/paddockhq/paddock/transport/containerd"
-	"github.com/paddockhq/paddock/transport/docker"
+	"github.com/paddockhq/paddock/session"
 )
 
 func init() { commands = append(commands, newServeCmd) }
@@ -111,38 +106,41 @@ func openSession(ctx context.Context, req api.OpenRequest) (daemon.Opened, error
 	return o, err
 }
 
-// requestFlags reads a request as the flags of a command line: its fields and its settings
-// set the flags they name, which bind the settings keys as run's do.
-func requestFlags(req api.OpenRequest) (*pflag.FlagSet, *transportFlags, map[string]string, error) {
-	fs := pflag.NewFlagSet("open", pflag.ContinueOnError)
-	tf := &transportFlags{}
-	tf.register(fs)
-	registerRunSettings(fs)
-	set := func(name, val string) error {
-		if val == "" {
-			return nil
-		}
-		if err := fs.Set(name, val); err != nil {
-			return &usageError{msg: fmt.Sprintf("%s: %v", name, err)}
-		}
-		return nil
+// requestOptions reads a request as run reads its command line: its fields and its settings
+// set the settings keys run's flags bind (runKeys, transportKeys), above every other source;
+// the rest are the session's transport options.
+func requestOptions(req api.OpenRequest) (config.Options, session.Transport, error) {
+	o := config.Options{Workspace: req.Workspace, Set: map[string]any{}, SetBy: "request"}
+	var t session.Transport
+	keys := withKeys(runKeys, transportKeys)
+	set := func(flag string, val any) {
+		o.Set[keys[flag]] = val
+		t.Given = append(t.Given, flag)
 	}
-	for name, val := range map[string]string{"transport": req.Transport, "image": req.Image, "network": req.Network, "wrap": req.Wrap} {
-		if err := set(name, val); err != nil {
-			return nil, nil, nil, err
+	for flag, val := range map[string]string{"transport": req.Transport, "image": req.Image, "network": req.Network} {
+		if val != "" {
+			set(flag, val)
 		}
 	}
-	for _, e := range req.Env {
-		if err := set("env", e); err != nil {
-			return nil, nil, nil, err
-		}
+	if len(req.Env) > 0 {
+		set("env", req.Env)
 	}
 	for _, m := range req.Mounts {
-		if err := set("mount", m); err != nil {
-			return nil, nil, nil, err
+		pm, err := session.ParseMount(m)
+		if err != nil {
+			return o, t, err
 		}
+		t.Mounts = append(t.Mounts, pm)
+		t.Given = append(t.Given, "mount")
 	}
-	keys := withKeys(runKeys, transportKeys)
+	if req.Wrap != "" {
+		argv, err := shell.Fields(req.Wrap, func(string) string { return "" })
+		if err != nil {
+			return o, t, &usageError{msg: "wrap: " + err.Error()}
+		}
+		t.Wrap = argv
+		t.Given = append(t.Given, "wrap")
+	}
 	flagOf := map[string]string{}
 	for f, k := range keys {
 		flagOf[strings.ToLower(k)] = f
@@ -150,23 +148,22 @@ func requestFlags(req api.OpenRequest) (*pflag.FlagSet, *transportFlags, map[str
 	for k, val := range req.Settings {
 		f, ok := flagOf[strings.ToLower(k)]
 		if !ok {
-			return nil, nil, nil, &usageError{msg: fmt.Sprintf("settings key %q cannot be set per session", k)}
+			return o, t, &usageError{msg: fmt.Sprintf("settings key %q cannot be set per session", k)}
 		}
-		if err := set(f, val); err != nil {
-			return nil, nil, nil, err
+		if val != "" {
+			set(f, val)
 		}
 	}
-	return fs, tf, keys, nil
+	return o, t, nil
 }
 
 // requestSettings answers /v1/settings: what a session opened with req would have of
 // each setting, read as configureSession reads it.
 func requestSettings(_ context.Context, req api.OpenRequest) (api.Settings, error) {
-	fs, _, keys, err := requestFlags(req)
+	o, _, err := requestOptions(req)
 	if err == nil {
-		var warn bytes.Buffer
 		var l *config.Loaded
-		if l, err = loadSettings(req.Workspace, fs, keys, &warn); err == nil {
+		if l, err = loadOptions(o); err == nil {
 			return api.Settings{Settings: effective(l), Warnings: l.Warnings}, nil
 		}
 	}
@@ -177,78 +174,45 @@ func requestSettings(_ context.Context, req api.OpenRequest) (api.Settings, erro
 }
 
 func configureSession(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
-	fs, tf, keys, err := requestFlags(req)
+	o, t, err := requestOptions(req)
 	if err != nil {
 		return daemon.Opened{}, err
 	}
-	var warn bytes.Buffer
-	l, err := loadSettings(req.Workspace, fs, keys, &warn)
+	l, err := loadOptions(o)
 	if err != nil {
 		return daemon.Opened{}, err
 	}
-	if err := l.Settings.Output.Validate(); err != nil {
-		return daemon.Opened{}, &usageError{msg: err.Error()}
-	}
-	pol, err := sessionPolicy(l)
-	if err != nil {
-		return daemon.Opened{}, err
-	}
-	pol.AuditFile = "" // a daemon's session keeps its audit file in its own state directory
-	budget := l.Settings.Shell.BlockingBudget
 	if req.BlockingBudget != "" {
-		budget = req.BlockingBudget
+		l.Settings.Shell.BlockingBudget = req.BlockingBudget
 	}
-	timeout, err := jobTimeout(l)
+	// A daemon's session keeps its audit file in its own state directory.
+	p, err := session.Prepare(ctx, session.Options{Workspace: req.Workspace, Settings: l, Transport: t})
 	if err != nil {
 		return daemon.Opened{}, err
 	}
-	o := daemon.Opened{Config: orchestrator.Config{Workspace: req.Workspace, Limit: l.Settings.Output.Limit, Policy: pol,
-		JobTimeout: timeout, ArtifactBytes: l.Settings.Output.ArtifactBytes}}
-	if budget != "" {
-		d, err := daemon.ParseDuration(budget)
-		if err != nil {
-			return daemon.Opened{}, &usageError{msg: "shell.blockingBudget: " + err.Error()}
-		}
-		o.Config.Budget = d
+	op := daemon.Opened{Config: p.Config, Transport: p.Kind, Finish: p.Finish}
+	for _, w := range l.Warnings {
+		op.Warnings = append(op.Warnings, "warning: "+w)
 	}
+	op.Warnings = append(op.Warnings, p.Notices...)
 	if req.NoOutputTimeout != "" {
-		d, err := daemon.ParseDuration(req.NoOutputTimeout)
+		d, err := config.ParseDuration(req.NoOutputTimeout)
 		if err != nil || d < 0 {
+			p.Finish(ctx)
 			return daemon.Opened{}, &usageError{msg: fmt.Sprintf("noOutputTimeout %q: a duration such as 10m", req.NoOutputTimeout)}
 		}
-		o.NoOutputTimeout = d
+		op.NoOutputTimeout = d
 	}
-	notice, err := tf.configure(ctx, &o.Config, &l.Settings)
+	return op, nil
+}
+
+// loadOptions reads the settings as loadSettings does, keeping the warnings in them.
+func loadOptions(o config.Options) (*config.Loaded, error) {
+	l, err := config.Load(o)
 	if err != nil {
-		return daemon.Opened{}, err
+		return nil, &usageError{msg: err.Error(), err: err}
 	}
-	o.Transport = transportKind(o.Config.Transport)
-	if t, ok := o.Config.Transport.(*docker.Transport); ok && t.Client != nil {
-		o.Release = func() { t.Client.Close() } // each session connects its own client
-	}
-	for _, line := range strings.Split(strings.TrimSpace(warn.String()+"\n"+notice), "\n") {
-		if line = strings.TrimSpace(strings.TrimPrefix(line, "paddock:")); line != "" {
-			o.Warnings = append(o.Warnings, line)
-		}
-	}
-	return o, nil
-}
-
-// registerRunSettings registers run's settings flags (runKeys) on a session's flag set.
-func registerRunSettings(fs *pflag.FlagSet) {
-	def := output.Default()
-	fs.Int("max-bytes", def.Bytes, "")
-	fs.Int("max-lines", def.Lines, "")
-	fs.String("keep", def.Mode.String(), "")
-	fs.StringSlice("auto-effects", nil, "")
-	fs.String("job-timeout", "", "")
-}
-
-// transportKind names a transport by its package: docker, local, wrapped, ssh.
-func transportKind(t any) string {
-	name := strings.TrimPrefix(fmt.Sprintf("%T", t), "*")
-	name, _, _ = strings.Cut(name, ".")
-	return name
+	return l, nil
 }
 
 // buildVersion is the module version the binary was built from.
@@ -286,67 +250,22 @@ func versionText() string {
 }
 
 // recoverSession cleans up after a session a killed daemon left and the new one could not
-// reopen: a container session's containers are removed, and the reason says what was found.
+// reopen: its transport's provider removes what it left (its containers) and says what it
+// found.
 func recoverSession(ctx context.Context, s api.Session) string {
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var find func() ([]string, error)
-	var remove func() (int, error)
-	switch s.Transport {
-	case "docker":
-		cli, err := docker.Connect(cctx)
-		if err != nil {
-			return fmt.Sprintf("its docker sandbox cannot be checked: %v", oneLine(err))
-		}
-		defer cli.Close()
-		find = func() ([]string, error) { return docker.SessionContainers(cctx, cli, s.ID) }
-		remove = func() (int, error) { return docker.RemoveSession(cctx, cli, s.ID) }
-	case "containerd":
-		cli, err := containerd.Connect(cctx, os.Getenv("PADDOCK_CONTAINERD_ADDRESS"))
-		if err != nil {
-			return fmt.Sprintf("its containerd sandbox cannot be checked: %v", oneLine(err))
-		}
-		defer cli.Close()
-		find = func() ([]string, error) { return containerd.SessionContainers(cctx, cli, s.ID) }
-		remove = func() (int, error) { return containerd.RemoveSession(cctx, cli, s.ID) }
-	default:
-		return ""
-	}
-	ids, err := find()
-	if err != nil {
-		return fmt.Sprintf("its %s sandbox cannot be checked: %v", s.Transport, oneLine(err))
-	}
-	n, err := remove()
-	switch {
-	case len(ids) == 0:
-		return "its container is gone"
-	case err != nil:
-		return fmt.Sprintf("its kernel cannot be taken up again; removing its %d containers failed: %v", len(ids), oneLine(err))
-	}
-	return fmt.Sprintf("its kernel cannot be taken up again; its %d container(s) removed", n)
+	return session.Recover(ctx, s.Transport, s.ID)
 }
 
 // reapAtStart removes the containers of host processes that died (a killed daemon's
 // children, say), once the sessions it can take up again were: those wait while their state
 // directory is there. An engine that does not answer is skipped.
 func reapAtStart(ctx context.Context, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if cli, err := docker.Connect(ctx); err == nil {
-		if n, err := docker.Reap(ctx, cli); err != nil {
-			log.Warn("reaper", "engine", "docker", "err", err)
+	for _, p := range session.Providers() {
+		if n, err := p.Reap(ctx); err != nil {
+			log.Warn("reaper", "engine", p.Kind(), "err", err)
 		} else if n > 0 {
-			log.Info("reaper removed the containers of host processes that died", "engine", "docker", "count", n)
+			log.Info("reaper removed the containers of host processes that died", "engine", p.Kind(), "count", n)
 		}
-		cli.Close()
-	}
-	if cli, err := containerd.Connect(ctx, os.Getenv("PADDOCK_CONTAINERD_ADDRESS")); err == nil {
-		if n, err := containerd.Reap(ctx, cli); err != nil {
-			log.Warn("reaper", "engine", "containerd", "err", err)
-		} else if n > 0 {
-			log.Info("reaper removed the containers of host processes that died", "engine", "containerd", "count", n)
-		}
-		cli.Close()
 	}
 }
 

@@ -2,31 +2,19 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"runtime"
 	"strings"
-	"time"
 
-	"github.com/docker/docker/client"
-	"github.com/docker/go-units"
 	"github.com/spf13/pflag"
 	"mvdan.cc/sh/v3/shell"
 
 	"github.com/paddockhq/paddock/config"
-	"github.com/paddockhq/paddock/images"
-	"github.com/paddockhq/paddock/orchestrator"
-	"github.com/paddockhq/paddock/transport/docker"
-	"github.com/paddockhq/paddock/transport/environ"
-	"github.com/paddockhq/paddock/transport/local"
-	"github.com/paddockhq/paddock/transport/pathmap"
-	"github.com/paddockhq/paddock/transport/wrapped"
+	"github.com/paddockhq/paddock/session"
 )
 
 // transportFlags are the flags that choose and configure the transport of a command's
 // session. Most are bound to a settings key (transportKeys), so the settings hold the flag's
-// value when it was given and the settings' otherwise; the rest have no settings key yet
-// and are read here.
+// value when it was given and the settings' otherwise; the rest have no settings key and are
+// the session's transport options (session.Transport).
 type transportFlags struct {
 	capAdd        []string
 	newPrivileges bool
@@ -48,6 +36,10 @@ var transportKeys = map[string]string{
 	"writable-root": "kernelTransport.docker.writableRoot",
 	"env":           "kernelTransport.env",
 	"kernel-path":   "kernelTransport.wrapped.kernelPath",
+	"host":          "kernelTransport.ssh.host",
+	"kernel-cache":  "kernelTransport.ssh.kernelCache",
+	"sync":          "kernelTransport.ssh.sync",
+	"pool":          "kernelTransport.docker.pool",
 }
 
 func (f *transportFlags) register(fs *pflag.FlagSet) {
@@ -66,201 +58,43 @@ func (f *transportFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.mounts, "mount", nil, "HOST:SANDBOX[:ro], a directory both sides see (default for docker: the workspace at its own path; repeatable)")
 	fs.StringVar(&f.wrap, "wrap", "", `wrapped: the wrapper command, e.g. "docker exec -i box"`)
 	fs.String("kernel-path", "", "wrapped: the kernel binary's path in the sandbox (default: the host's)")
-	registerSSH(fs)
-	registerPool(fs)
+	fs.String("host", "", "ssh: the box, an ssh_config alias or [user@]host[:port] (--transport ssh); unix://PATH: the daemon to run in")
+	fs.String("kernel-cache", "", "ssh: the directory on the box that keeps kernels (default ~/.cache/paddock/kernel)")
+	fs.Bool("sync", false, "ssh: copy the workspace to the box and hand it back at the end, for a box with no shared filesystem")
+	fs.Int("pool", 0, "docker, containerd: sandboxes kept started ahead, kernels answering, for this command's sessions and their children (default 0: none)")
 }
 
-// configure fills in the transport part of a session's configuration from the settings,
-// and the file-access host requests over its path map. notice, when set, is what to show
-// the user (why a default was not taken, variables left out).
-func (f *transportFlags) configure(ctx context.Context, cfg *orchestrator.Config, s *config.Settings) (notice string, err error) {
-	kt := s.KernelTransport
-	kind := kt.Kind
-	var cli *client.Client
-	if kind == "" {
-		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		c, err := docker.Connect(cctx)
-		cancel()
+// options are the session's transport options the flags give.
+func (f *transportFlags) options() (session.Transport, error) {
+	t := session.Transport{CapAdd: f.capAdd, NewPrivileges: f.newPrivileges, NoTmpfs: f.noTmpfs}
+	for _, m := range f.mounts {
+		pm, err := session.ParseMount(m)
 		if err != nil {
-			kind = "local"
-			notice = fmt.Sprintf("no Docker engine reachable (%v): the kernel runs locally, unconfined; `paddock doctor` says what to fix", oneLine(err))
-		} else {
-			kind, cli = "docker", c
+			return t, err
 		}
+		t.Mounts = append(t.Mounts, pm)
 	}
-	var notes []string
-	if notice != "" {
-		notes = append(notes, notice)
+	if f.wrap != "" {
+		argv, err := shell.Fields(f.wrap, func(string) string { return "" })
+		if err != nil {
+			return t, &usageError{msg: "--wrap: " + err.Error()}
+		}
+		t.Wrap = argv
 	}
 	if f.fs != nil {
-		if err := refusedFlags(kind, f.fs.Changed); err != nil {
-			if notice != "" { // the kind was not asked for: say why it is this one
-				err.msg += "\n" + notice
-			}
-			return "", err
-		}
-	}
-	switch kind {
-	case "local":
-		kernel, err := images.Default.Find(ctx, runtime.GOARCH)
-		if err != nil {
-			return "", &codeError{code: exitNoKernel, err: err}
-		}
-		cfg.Transport = &local.Transport{Stderr: os.Stderr}
-		cfg.Kernel = kernel
-		cfg.Env = environ.Local(os.Environ())
-	case "docker":
-		if cli == nil {
-			if cli, err = docker.Connect(ctx); err != nil {
-				return "", fmt.Errorf("--transport docker: %w (run `paddock doctor`)", err)
-			}
-		}
-		t, err := f.dockerTransport(ctx, cli, kt.Docker)
-		if err != nil {
-			return "", err
-		}
-		pm, err := f.pathMap(kt.PathMap, cfg.Workspace, true)
-		if err != nil {
-			return "", err
-		}
-		kernel, err := images.Default.Find(ctx, engineArch(ctx, cli))
-		if err != nil {
-			return "", &codeError{code: exitNoKernel, err: err}
-		}
-		env, diags := environ.Sandbox(os.Environ(), kt.Env, docker.DefaultEnv, pm)
-		notes = append(notes, diags...)
-		cfg.Transport, cfg.Kernel, cfg.Env, cfg.PathMap = t, kernel, env, pm
-	case "wrapped":
-		prefix := kt.Wrapped.ArgvPrefix
-		if f.wrap != "" {
-			if prefix, err = shell.Fields(f.wrap, func(string) string { return "" }); err != nil {
-				return "", &usageError{msg: "--wrap: " + err.Error()}
-			}
-		}
-		if len(prefix) == 0 {
-			return "", &usageError{msg: `--transport wrapped needs the wrapper command: --wrap "docker exec -i box" or kernelTransport.wrapped.argvPrefix`}
-		}
-		kernel, err := images.Default.Find(ctx, runtime.GOARCH)
-		if err != nil {
-			return "", &codeError{code: exitNoKernel, err: err}
-		}
-		pm, err := f.pathMap(kt.PathMap, cfg.Workspace, false)
-		if err != nil {
-			return "", err
-		}
-		env, diags := environ.Sandbox(os.Environ(), kt.Env, docker.DefaultEnv, pm)
-		notes = append(notes, diags...)
-		cfg.Transport = &wrapped.Transport{ArgvPrefix: prefix, KernelPath: kt.Wrapped.KernelPath, Stderr: os.Stderr}
-		cfg.Kernel, cfg.Env, cfg.PathMap = kernel, env, pm
-	case "containerd":
-		diags, err := f.configureContainerd(ctx, cfg, kt)
-		if err != nil {
-			return "", err
-		}
-		notes = append(notes, diags...)
-	case "ssh":
-		ssh, err := f.configureSSH(ctx, cfg, kt)
-		if err != nil {
-			return "", err
-		}
-		notes = append(notes, ssh...)
-	default:
-		return "", &usageError{msg: fmt.Sprintf("unknown transport %q (docker, containerd, wrapped, ssh or local)", kind)}
-	}
-	if n := kt.Docker.Pool; n > 0 {
-		if kind != "docker" && kind != "containerd" {
-			notes = append(notes, fmt.Sprintf("--pool keeps docker and containerd sandboxes; the %s transport starts its kernels as asked", kind))
-		} else if err := withPool(cfg, n); err != nil {
-			return "", err
-		}
-	}
-	// A fresh container is removed at its end: a path under no mount is the sandbox's alone.
-	// (The session serves fs.read and fs.write itself, over cfg.PathMap.)
-	cfg.Ephemeral = kind == "docker" || kind == "containerd"
-	return strings.Join(notes, "\npaddock: "), nil
-}
-
-// dockerTransport is the docker transport the settings and flags describe: the named image,
-// or the host image with the host's system directories.
-func (f *transportFlags) dockerTransport(ctx context.Context, cli *client.Client, d config.Docker) (*docker.Transport, error) {
-	h := docker.Hardening{
-		CapAdd:        f.capAdd,
-		NewPrivileges: f.newPrivileges,
-		Network:       d.Network,
-		Pids:          d.Pids,
-		WritableRoot:  d.WritableRoot,
-		NoTmpfs:       f.noTmpfs,
-		User:          d.User,
-	}
-	switch m := strings.TrimSpace(d.Memory); m {
-	case "", "0":
-	case "-1", "none", "unlimited":
-		h.Memory = -1
-	default:
-		n, err := units.RAMInBytes(m)
-		if err != nil || n <= 0 {
-			return nil, &usageError{msg: fmt.Sprintf("memory %q: a size such as 512m or 2g, or -1", m)}
-		}
-		h.Memory = n
-	}
-	t := &docker.Transport{Client: cli, Image: d.Image, Hardening: h, Stderr: os.Stderr}
-	if t.Image == "" {
-		ref, err := images.Host(ctx, cli, "", nil)
-		if err != nil {
-			return nil, err
-		}
-		t.Image = ref
-		for _, m := range images.HostMounts() {
-			t.Mounts = append(t.Mounts, docker.Mount{Host: m.Host, Sandbox: m.Sandbox, ReadOnly: true})
-		}
+		f.fs.Visit(func(fl *pflag.Flag) { t.Given = append(t.Given, fl.Name) })
 	}
 	return t, nil
 }
 
-// pathMap is the session's path map: --mount flags, else the settings' pathMap, else (when
-// sameDefault) the workspace at its own path, else nil (the sandbox sees the host's paths).
-func (f *transportFlags) pathMap(set []pathmap.Mount, workspace string, sameDefault bool) (*pathmap.Map, error) {
-	mounts := set
-	if len(f.mounts) > 0 {
-		mounts = nil
-		for _, m := range f.mounts {
-			parts := strings.Split(m, ":")
-			if len(parts) < 2 || len(parts) > 3 || len(parts) == 3 && parts[2] != "ro" && parts[2] != "rw" {
-				return nil, &usageError{msg: fmt.Sprintf("--mount %q: HOST:SANDBOX or HOST:SANDBOX:ro", m)}
-			}
-			mounts = append(mounts, pathmap.Mount{Host: parts[0], Sandbox: parts[1], ReadOnly: len(parts) == 3 && parts[2] == "ro"})
-		}
-	}
-	if len(mounts) == 0 {
-		if !sameDefault {
-			return nil, nil
-		}
-		mounts = []pathmap.Mount{{Host: workspace, Sandbox: workspace}}
-	}
-	pm, err := pathmap.New(mounts...)
+// prepare makes the configuration of a command's session in workspace from its settings and
+// flags, with the CLI's audit file; the notices are for the user.
+func (f *transportFlags) prepare(ctx context.Context, workspace string, l *config.Loaded) (*session.Prepared, error) {
+	opts, err := f.options()
 	if err != nil {
-		return nil, &usageError{msg: "path map: " + err.Error()}
+		return nil, err
 	}
-	return pm, nil
-}
-
-// engineArch is the engine's architecture as Go names it; the host's when it cannot say.
-func engineArch(ctx context.Context, cli *client.Client) string {
-	info, err := cli.Info(ctx)
-	if err != nil {
-		return runtime.GOARCH
-	}
-	switch info.Architecture {
-	case "x86_64", "amd64":
-		return "amd64"
-	case "aarch64", "arm64":
-		return "arm64"
-	case "armv7l", "arm":
-		return "arm"
-	case "s390x", "ppc64le", "riscv64":
-		return info.Architecture
-	}
-	return runtime.GOARCH
+	return session.Prepare(ctx, session.Options{Workspace: workspace, Settings: l, Transport: opts, AuditFile: session.AuditFile()})
 }
 
 // oneLine is an error's first line.

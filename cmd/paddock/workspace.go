@@ -8,8 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/paddockhq/paddock/workspace"
 	"github.com/spf13/cobra"
+
+	"github.com/paddockhq/paddock/workspace"
 )
 
 func init() { commands = append(commands, newWorkspaceCmd) }

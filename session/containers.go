@@ -1,0 +1,345 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	cdclient "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/docker/docker/client"
+	"github.com/docker/go-units"
+	"golang.org/x/sys/unix"
+
+	"github.com/paddockhq/paddock/config"
+	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/transport/containerd"
+	"github.com/paddockhq/paddock/transport/docker"
+	"github.com/paddockhq/paddock/transport/environ"
+	"github.com/paddockhq/paddock/workspace"
+)
+
+func init() {
+	Register(dockerProvider{})
+	Register(containerdProvider{})
+}
+
+// containerOptions are the options the two container kinds apply: their confinement is
+// built by the same code (hardening) from the same settings.
+var containerOptions = []string{"image", "network", "memory", "pids-limit", "user", "writable-root",
+	"cap-add", "new-privileges", "no-tmpfs", "pool", "mount"}
+
+// reapTimeout bounds a provider's talk with its engine while it cleans up.
+const reapTimeout = 30 * time.Second
+
+type dockerProvider struct{}
+
+func (dockerProvider) Kind() string      { return "docker" }
+func (dockerProvider) Options() []string { return containerOptions }
+
+// Open makes a docker transport: the settings' image, else the host image with the host's
+// system directories read-only; the workspace at its own path unless mounts say otherwise.
+func (dockerProvider) Open(ctx context.Context, r *Request) (*Opened, error) {
+	cli, _ := r.docker.(*client.Client)
+	if cli == nil {
+		c, err := docker.Connect(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("--transport docker: %w (run `paddock doctor`)", err)
+		}
+		cli = c
+	}
+	op, err := openDocker(ctx, r, cli)
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	return op, nil
+}
+
+func openDocker(ctx context.Context, r *Request, cli *client.Client) (*Opened, error) {
+	kt := r.Settings.Settings.KernelTransport
+	h, err := hardening(r.Transport, kt.Docker)
+	if err != nil {
+		return nil, err
+	}
+	t := &docker.Transport{Client: cli, Image: kt.Docker.Image, Hardening: h, Stderr: r.Stderr}
+	if t.Image == "" {
+		ref, err := images.Host(ctx, cli, "", nil)
+		if err != nil {
+			return nil, err
+		}
+		t.Image = ref
+		for _, m := range images.HostMounts() {
+			t.Mounts = append(t.Mounts, docker.Mount{Host: m.Host, Sandbox: m.Sandbox, ReadOnly: true})
+		}
+	}
+	pm, err := pathMap(r, true)
+	if err != nil {
+		return nil, err
+	}
+	kernel, err := images.Default.Find(ctx, engineArch(ctx, cli))
+	if err != nil {
+		return nil, err
+	}
+	env, diags := environ.Sandbox(r.Environ, kt.Env, docker.DefaultEnv, pm)
+	return &Opened{Transport: t, Kernel: kernel, Env: env, PathMap: pm, Ephemeral: true, Pools: true, Notices: diags,
+		// Each session connects its own client.
+		Close: func(context.Context) (*workspace.Report, error) { return nil, cli.Close() }}, nil
+}
+
+func (dockerProvider) Recover(ctx context.Context, id string) string {
+	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
+	defer cancel()
+	cli, err := docker.Connect(ctx)
+	if err != nil {
+		return fmt.Sprintf("its docker sandbox cannot be checked: %v", oneLine(err))
+	}
+	defer cli.Close()
+	return recovered("docker",
+		func() ([]string, error) { return docker.SessionContainers(ctx, cli, id) },
+		func() (int, error) { return docker.RemoveSession(ctx, cli, id) })
+}
+
+func (dockerProvider) Reap(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
+	defer cancel()
+	cli, err := docker.Connect(ctx)
+	if err != nil {
+		return 0, nil // no engine: nothing of it to reap
+	}
+	defer cli.Close()
+	return docker.Reap(ctx, cli)
+}
+
+// Check reports the engine, and so the transport a session takes by default.
+func (dockerProvider) Check(ctx context.Context) Check {
+	c := Check{Name: "docker"}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cli, err := docker.Connect(cctx)
+	if err != nil {
+		c.Detail = "no engine reachable: " + oneLine(err) + "; paddock run falls back to the local transport (unconfined)"
+		c.Fix = "start the engine (systemctl start docker, or dockerd), or point DOCKER_HOST at one; a user outside the docker group needs to join it"
+		return c
+	}
+	defer cli.Close()
+	v, err := cli.ServerVersion(cctx)
+	if err != nil {
+		c.Detail = "the engine answers ping but not version: " + oneLine(err)
+		return c
+	}
+	c.OK = true
+	c.Detail = fmt.Sprintf("engine %s (API %s, client speaks %s) at %s, %s/%s; paddock run uses the docker transport by default",
+		v.Version, v.APIVersion, cli.ClientVersion(), cli.DaemonHost(), v.Os, v.Arch)
+	if !strings.HasPrefix(cli.DaemonHost(), "unix://") {
+		c.OK = false
+		c.Detail += "; the engine is not local, so it cannot bind this machine's workspace and kernel"
+		c.Fix = "use a local engine (unset DOCKER_HOST), or the wrapped transport into a container that already holds the kernel"
+	}
+	if _, err := cli.ImageInspect(cctx, images.HostRef); err == nil {
+		c.Detail += "; the host image " + images.HostRef + " is made"
+	} else {
+		c.Detail += "; the host image " + images.HostRef + " is made at the first run"
+	}
+	return c
+}
+
+type containerdProvider struct{}
+
+func (containerdProvider) Kind() string      { return "containerd" }
+func (containerdProvider) Options() []string { return containerOptions }
+
+// containerdAddress is the containerd socket a session uses: PADDOCK_CONTAINERD_ADDRESS,
+// else the machine's own or the Docker engine's.
+func containerdAddress() string { return os.Getenv("PADDOCK_CONTAINERD_ADDRESS") }
+
+// Open makes a containerd transport: the settings' image (loaded from the Docker engine
+// when containerd lacks it), else the host image with the host's system directories; the
+// docker transport's confinement from the same options and settings.
+func (containerdProvider) Open(ctx context.Context, r *Request) (*Opened, error) {
+	closeClient(r) // the engine tried when choosing the kind is not this one
+	c, err := containerd.Connect(ctx, containerdAddress())
+	if err != nil {
+		return nil, fmt.Errorf("--transport containerd: %w (is containerd running? PADDOCK_CONTAINERD_ADDRESS names its socket)", err)
+	}
+	op, err := openContainerd(ctx, r, c)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return op, nil
+}
+
+func openContainerd(ctx context.Context, r *Request, c *cdclient.Client) (*Opened, error) {
+	kt := r.Settings.Settings.KernelTransport
+	h, err := hardening(r.Transport, kt.Docker)
+	if err != nil {
+		return nil, err
+	}
+	t := &containerd.Transport{Client: c, Hardening: h, Stderr: r.Stderr}
+	if t.Image, err = containerdImage(ctx, c, kt.Docker.Image); err != nil {
+		return nil, err
+	}
+	if kt.Docker.Image == "" {
+		for _, m := range images.HostMounts() {
+			t.Mounts = append(t.Mounts, docker.Mount{Host: m.Host, Sandbox: m.Sandbox, ReadOnly: true})
+		}
+	}
+	pm, err := pathMap(r, true)
+	if err != nil {
+		return nil, err
+	}
+	kernel, err := images.Default.Find(ctx, runtime.GOARCH)
+	if err != nil {
+		return nil, err
+	}
+	env, diags := environ.Sandbox(r.Environ, kt.Env, docker.DefaultEnv, pm)
+	return &Opened{Transport: t, Kernel: kernel, Env: env, PathMap: pm, Ephemeral: true, Pools: true, Notices: diags,
+		Close: func(context.Context) (*workspace.Report, error) { return nil, c.Close() }}, nil
+}
+
+// containerdImage is the image a containerd sandbox runs: the host image when none is
+// named; a named one containerd's namespace holds; else the Docker engine's, loaded.
+func containerdImage(ctx context.Context, cl *cdclient.Client, ref string) (string, error) {
+	if ref == "" {
+		return images.ContainerdHost(ctx, cl, containerd.Namespace, "", "", nil)
+	}
+	if _, err := cl.GetImage(namespaces.WithNamespace(ctx, containerd.Namespace), ref); err == nil {
+		return ref, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, chooseTimeout)
+	cli, err := docker.Connect(cctx)
+	cancel()
+	if err != nil {
+		return "", fmt.Errorf("--transport containerd: containerd's %s namespace has no image %s, and no Docker engine holds one to load (%v): build it, or import it with `ctr -n %s images import`", containerd.Namespace, ref, err, containerd.Namespace)
+	}
+	defer cli.Close()
+	return images.ContainerdFromDocker(ctx, cli, cl, containerd.Namespace, "", ref, nil)
+}
+
+func (containerdProvider) Recover(ctx context.Context, id string) string {
+	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
+	defer cancel()
+	cli, err := containerd.Connect(ctx, containerdAddress())
+	if err != nil {
+		return fmt.Sprintf("its containerd sandbox cannot be checked: %v", oneLine(err))
+	}
+	defer cli.Close()
+	return recovered("containerd",
+		func() ([]string, error) { return containerd.SessionContainers(ctx, cli, id) },
+		func() (int, error) { return containerd.RemoveSession(ctx, cli, id) })
+}
+
+func (containerdProvider) Reap(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
+	defer cancel()
+	cli, err := containerd.Connect(ctx, containerdAddress())
+	if err != nil {
+		return 0, nil
+	}
+	defer cli.Close()
+	return containerd.Reap(ctx, cli)
+}
+
+// Check reports whether a containerd socket answers: CONTAINERD_ADDRESS, the system's, or
+// the one the Docker engine runs for itself.
+func (containerdProvider) Check(context.Context) Check {
+	c := Check{Name: "containerd"}
+	socks := []string{"/run/containerd/containerd.sock", "/var/run/docker/containerd/containerd.sock"}
+	if a := os.Getenv("CONTAINERD_ADDRESS"); a != "" {
+		socks = []string{strings.TrimPrefix(a, "unix://")}
+	}
+	var why []string
+	for _, sock := range socks {
+		conn, err := net.DialTimeout("unix", sock, 2*time.Second)
+		if err != nil {
+			why = append(why, fmt.Sprintf("%s: %s", sock, errText(err)))
+			continue
+		}
+		conn.Close()
+		c.OK = true
+		c.Detail = "a socket answers at " + sock
+		if strings.Contains(sock, "/docker/") {
+			c.Detail += " (the Docker engine's own, namespace moby)"
+		}
+		return c
+	}
+	c.Detail = "no socket answers (" + strings.Join(why, "; ") + ")"
+	c.Fix = "start containerd (systemctl start containerd), or set CONTAINERD_ADDRESS to its socket"
+	return c
+}
+
+// recovered removes a session's containers and says what was found.
+func recovered(kind string, find func() ([]string, error), remove func() (int, error)) string {
+	ids, err := find()
+	if err != nil {
+		return fmt.Sprintf("its %s sandbox cannot be checked: %v", kind, oneLine(err))
+	}
+	n, err := remove()
+	switch {
+	case len(ids) == 0:
+		return "its container is gone"
+	case err != nil:
+		return fmt.Sprintf("its kernel cannot be taken up again; removing its %d containers failed: %v", len(ids), oneLine(err))
+	}
+	return fmt.Sprintf("its kernel cannot be taken up again; its %d container(s) removed", n)
+}
+
+// errText is an error's errno when it has one (a socket that does not answer), else its
+// first line.
+func errText(err error) string {
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return oneLine(err)
+}
+
+// hardening is a container sandbox's confinement from the options and the settings.
+func hardening(t Transport, d config.Docker) (docker.Hardening, error) {
+	h := docker.Hardening{
+		CapAdd:        t.CapAdd,
+		NewPrivileges: t.NewPrivileges,
+		Network:       d.Network,
+		Pids:          d.Pids,
+		WritableRoot:  d.WritableRoot,
+		NoTmpfs:       t.NoTmpfs,
+		User:          d.User,
+	}
+	switch m := strings.TrimSpace(d.Memory); m {
+	case "", "0":
+	case "-1", "none", "unlimited":
+		h.Memory = -1
+	default:
+		n, err := units.RAMInBytes(m)
+		if err != nil || n <= 0 {
+			return h, &OptionError{Msg: fmt.Sprintf("memory %q: a size such as 512m or 2g, or -1", m)}
+		}
+		h.Memory = n
+	}
+	return h, nil
+}
+
+// engineArch is the engine's architecture as Go names it; the host's when it cannot say.
+func engineArch(ctx context.Context, cli *client.Client) string {
+	info, err := cli.Info(ctx)
+	if err != nil {
+		return runtime.GOARCH
+	}
+	switch info.Architecture {
+	case "x86_64", "amd64":
+		return "amd64"
+	case "aarch64", "arm64":
+		return "arm64"
+	case "armv7l", "arm":
+		return "arm"
+	case "s390x", "ppc64le", "riscv64":
+		return info.Architecture
+	}
+	return runtime.GOARCH
+}

@@ -1,0 +1,119 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/transport/environ"
+	"github.com/paddockhq/paddock/transport/ssh"
+	"github.com/paddockhq/paddock/workspace"
+)
+
+func init() { Register(sshProvider{}) }
+
+type sshProvider struct{}
+
+func (sshProvider) Kind() string       { return "ssh" }
+func (sshProvider) Options() []string  { return []string{"kernel-cache", "sync"} }
+func (sshProvider) NotApplied() string { return "the kernel runs on the box as its user" }
+
+// sshSandboxEnv is the kernel's own environment on a box, before the home.
+var sshSandboxEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+
+// Open makes a session on a remote box: the box's kernel, the path map (the settings'
+// pathMap or the mounts, else the workspace at its own path on a shared filesystem; with
+// sync, the box's copy of an isolated workspace, handed back when the session has closed),
+// and the environment.
+func (sshProvider) Open(ctx context.Context, r *Request) (*Opened, error) {
+	closeClient(r)
+	kt := r.Settings.Settings.KernelTransport
+	host := kt.SSH.Host
+	if host == "" {
+		return nil, &OptionError{Msg: "--transport ssh needs the box: --host HOST or kernelTransport.ssh.host in the global settings"}
+	}
+	t := &ssh.Transport{Host: host, KernelCache: kt.SSH.KernelCache, Stderr: r.Stderr}
+	box, err := t.Box(ctx)
+	if err != nil {
+		return nil, err
+	}
+	kernel, err := images.Default.Find(ctx, box.Arch)
+	if err != nil {
+		return nil, err
+	}
+	t.Kernels = func(context.Context, string) (string, error) { return kernel, nil }
+	op := &Opened{Transport: t, Kernel: kernel}
+	if !box.SFTP {
+		op.Notices = append(op.Notices, fmt.Sprintf("ssh box %s has no sftp subsystem; files are copied over exec channels (cat, tar)", host))
+	}
+	if kt.SSH.Sync {
+		s, err := startSync(ctx, t, r.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		if op.PathMap, err = s.PathMap(); err != nil {
+			t.Pool.Close()
+			return nil, err
+		}
+		op.Workspace = s.Copy()
+		op.Close = func(ctx context.Context) (*workspace.Report, error) {
+			defer t.Pool.Close()
+			rep, err := s.Handback(ctx)
+			if err != nil && rep == nil {
+				return nil, &HandbackError{Host: host, Copy: s.Dir, Err: err}
+			}
+			return rep, err // handed back, perhaps with the box's copy left there
+		}
+		op.Notices = append(op.Notices, fmt.Sprintf("workspace sent to %s:%s; it is handed back when the session ends", host, s.Remote))
+	} else if op.PathMap, err = pathMap(r, true); err != nil {
+		return nil, err
+	}
+	var diags []string
+	op.Env, diags = environ.Sandbox(r.Environ, kt.Env, append(sshSandboxEnv, "HOME="+box.Home), op.PathMap)
+	op.Notices = append(op.Notices, diags...)
+	return op, nil
+}
+
+// startSync copies the workspace to the box, keeping the local state of the copy in a fresh
+// directory of the user's cache.
+func startSync(ctx context.Context, t *ssh.Transport, parent string) (*ssh.Sync, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return nil, err
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	dir := filepath.Join(cache, "paddock", "sync", hex.EncodeToString(b[:]))
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return nil, err
+	}
+	t.Pool = &ssh.Pool{}
+	s, err := ssh.StartSync(ctx, ssh.SyncOptions{Host: t.Host, Pool: t.Pool, Parent: parent, Dir: dir})
+	if err != nil {
+		t.Pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (sshProvider) Recover(context.Context, string) string { return "" }
+func (sshProvider) Reap(context.Context) (int, error)      { return 0, nil }
+
+// Check has nothing to check without a box: `paddock run --transport ssh` says what it finds.
+func (sshProvider) Check(context.Context) Check { return Check{} }
+
+// HandbackError is a synced workspace that could not be handed back: the box's copy is kept
+// locally in Copy.
+type HandbackError struct {
+	Host, Copy string
+	Err        error
+}
+
+func (e *HandbackError) Error() string {
+	return fmt.Sprintf("the workspace on %s was not handed back: %v (the local copy is in %s)", e.Host, e.Err, e.Copy)
+}
+func (e *HandbackError) Unwrap() error { return e.Err }
