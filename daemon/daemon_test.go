@@ -54,6 +54,8 @@ type daemonOptions struct {
 	limit output.Limit // zero: the default
 	// more sets the rest of each session's configuration (limits, an artifact cap).
 	more func(*orchestrator.Config)
+	// open, when set, opens the sessions in place of the test's local opener.
+	open func(context.Context, api.OpenRequest) (daemon.Opened, error)
 }
 
 func kernel(t testing.TB) string {
@@ -107,8 +109,12 @@ func startDaemon(t testing.TB, o daemonOptions) *testDaemon {
 		o.limit = output.Default()
 	}
 	logs := &logBuffer{}
+	open := o.open
+	if open == nil {
+		open = opener(kernel(t), o.limit, o.more)
+	}
 	srv, err := daemon.New(daemon.Config{
-		Open:     opener(kernel(t), o.limit, o.more),
+		Open:     open,
 		StateDir: o.state,
 		Version:  "test",
 		Log:      slog.New(slog.NewTextHandler(logs, nil)),

@@ -50,7 +50,7 @@ func serveTest(t *testing.T, settings string) *client.Client {
 	if err := os.WriteFile(filepath.Join(cfgDir, "paddock", "settings.yaml"), []byte(settings), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := daemon.New(daemon.Config{Open: openSession, StateDir: filepath.Join(t.TempDir(), "state")})
+	srv, err := daemon.New(daemon.Config{Open: daemon.OpenRequest, StateDir: filepath.Join(t.TempDir(), "state")})
 	if err != nil {
 		t.Fatal(err)
 	}

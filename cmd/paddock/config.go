@@ -3,11 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -15,6 +12,7 @@ import (
 	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/session"
 )
 
 func init() { commands = append(commands, newConfigCmd) }
@@ -95,45 +93,4 @@ daemon there says what its sessions would have, the flags given passed as run pa
 }
 
 // effective is every setting of l, by key, with its source.
-func effective(l *config.Loaded) []api.Setting {
-	vals, _ := settingValues(l.Settings)
-	out := make([]api.Setting, 0, len(vals))
-	for _, k := range slices.Sorted(maps.Keys(vals)) {
-		src := l.Sources[strings.ToLower(k)]
-		if src == "" {
-			src = "default"
-		}
-		out = append(out, api.Setting{Key: k, Value: vals[k], Source: src})
-	}
-	return out
-}
-
-// settingValues flattens the settings into dotted keys (as the settings files spell them)
-// and their values; a list stays whole.
-func settingValues(s any) (map[string]any, error) {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	out := map[string]any{}
-	var walk func(prefix string, m map[string]any)
-	walk = func(prefix string, m map[string]any) {
-		for k, v := range m {
-			key := k
-			if prefix != "" {
-				key = prefix + "." + k
-			}
-			if sub, ok := v.(map[string]any); ok {
-				walk(key, sub)
-				continue
-			}
-			out[key] = v
-		}
-	}
-	walk("", m)
-	return out, nil
-}
+func effective(l *config.Loaded) []api.Setting { return session.Effective(l) }

@@ -26,14 +26,8 @@ import (
 
 func init() { commands = append(commands, newRunCmd) }
 
-// runKeys binds run's flags to settings keys.
-var runKeys = map[string]string{
-	"max-bytes":    "output.bytes",
-	"max-lines":    "output.lines",
-	"keep":         "output.mode",
-	"auto-effects": "shell.autoEffects",
-	"job-timeout":  "shell.jobTimeout",
-}
+// runKeys binds run's flags to settings keys: the session's output and shell options.
+var runKeys = session.RunKeys
 
 // finish closes a command's session, then finishes what was prepared for it: a workspace
 // copied to a box is handed back, and what came back is shown.

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-	"mvdan.cc/sh/v3/shell"
 
 	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/session"
@@ -25,22 +24,9 @@ type transportFlags struct {
 	fs *pflag.FlagSet // the flags registered: which were given
 }
 
-// transportKeys binds the transport flags to settings keys.
-var transportKeys = map[string]string{
-	"transport":     "kernelTransport.kind",
-	"image":         "kernelTransport.docker.image",
-	"network":       "kernelTransport.docker.network",
-	"memory":        "kernelTransport.docker.memory",
-	"pids-limit":    "kernelTransport.docker.pids",
-	"user":          "kernelTransport.docker.user",
-	"writable-root": "kernelTransport.docker.writableRoot",
-	"env":           "kernelTransport.env",
-	"kernel-path":   "kernelTransport.wrapped.kernelPath",
-	"host":          "kernelTransport.ssh.host",
-	"kernel-cache":  "kernelTransport.ssh.kernelCache",
-	"sync":          "kernelTransport.ssh.sync",
-	"pool":          "kernelTransport.docker.pool",
-}
+// transportKeys binds the transport flags to settings keys: the session's transport
+// options, which the flags are named for.
+var transportKeys = session.TransportKeys
 
 func (f *transportFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
@@ -75,9 +61,9 @@ func (f *transportFlags) options() (session.Transport, error) {
 		t.Mounts = append(t.Mounts, pm)
 	}
 	if f.wrap != "" {
-		argv, err := shell.Fields(f.wrap, func(string) string { return "" })
+		argv, err := session.ParseWrap(f.wrap)
 		if err != nil {
-			return t, &usageError{msg: "--wrap: " + err.Error()}
+			return t, err
 		}
 		t.Wrap = argv
 	}

@@ -1,0 +1,60 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/paddockhq/paddock/config"
+	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/session"
+)
+
+// OpenRequest is the daemon's opener when its Config names none: the session a request
+// asks for, prepared by the library as the CLI prepares its own (session.PrepareRequest).
+// An option or a setting that cannot be carried out as written is a bad request.
+func OpenRequest(ctx context.Context, req api.OpenRequest) (Opened, error) {
+	r, err := session.PrepareRequest(ctx, req)
+	if err != nil {
+		return Opened{}, badOption(err)
+	}
+	o := Opened{Config: r.Config, Transport: r.Kind, Finish: r.Finish, Warnings: r.Warnings}
+	if req.NoOutputTimeout != "" {
+		d, err := config.ParseDuration(req.NoOutputTimeout)
+		if err != nil || d < 0 {
+			r.Finish(ctx)
+			return Opened{}, BadRequest(fmt.Sprintf("noOutputTimeout %q: a duration such as 10m", req.NoOutputTimeout))
+		}
+		o.NoOutputTimeout = d
+	}
+	return o, nil
+}
+
+// RequestSettings answers /v1/settings when the daemon's Config names no other way: what a
+// session opened with req would have of each setting, read as OpenRequest reads it.
+func RequestSettings(_ context.Context, req api.OpenRequest) (api.Settings, error) {
+	o, _, err := session.FromRequest(req)
+	if err != nil {
+		return api.Settings{}, badOption(err)
+	}
+	l, err := session.Load(o)
+	if err != nil {
+		return api.Settings{}, badOption(err)
+	}
+	return api.Settings{Settings: session.Effective(l), Warnings: l.Warnings}, nil
+}
+
+// RecoverSession is the daemon's recovery when its Config names none: the session's
+// provider cleans up what it left.
+func RecoverSession(ctx context.Context, s api.Session) string {
+	return session.Recover(ctx, s.Transport, s.ID)
+}
+
+// badOption is err as a bad request when it is an option's.
+func badOption(err error) error {
+	var oe *session.OptionError
+	if errors.As(err, &oe) {
+		return BadRequest(err.Error())
+	}
+	return err
+}

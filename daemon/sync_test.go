@@ -1,0 +1,64 @@
+package daemon_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/paddockhq/paddock/daemon"
+	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/transport/ssh/sshtest"
+)
+
+// A session on a box with a synced workspace, opened by the daemon's own opener (the
+// library's), closes with its hand-back as its close result: the changes made on the box
+// are in the workspace and counted in the answer.
+func TestAPISyncedSessionClosesWithItsHandback(t *testing.T) {
+	if _, err := images.Default.Find(context.Background(), runtime.GOARCH); err != nil {
+		t.Fatal(err)
+	}
+	srv := sshtest.Start(t)
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	b, err := os.ReadFile(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(home, ".ssh", "config"), b, 0o600)
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	t.Setenv("SSH_AUTH_SOCK", "")
+
+	d := startDaemon(t, daemonOptions{open: daemon.OpenRequest})
+	ctx := context.Background()
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("one\n"), 0o644)
+	s, err := d.c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "ssh", Settings: map[string]string{
+		"kernelTransport.ssh.host": "box", "kernelTransport.ssh.kernelCache": filepath.Join(srv.Dir, "kernel-cache"),
+		"kernelTransport.ssh.sync": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Transport != "ssh" {
+		t.Errorf("transport %q", s.Transport)
+	}
+	if _, err := d.c.Bash(ctx, s.ID, api.BashRequest{Script: "echo two > a.txt; echo new > n.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	closed, err := d.c.CloseSession(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := closed.Handback; h == nil || h.Counts.Taken != 2 || h.Counts.Conflicts != 0 {
+		t.Fatalf("close answered hand-back %+v; want 2 changes taken", h)
+	}
+	for name, want := range map[string]string{"a.txt": "two\n", "n.txt": "new\n"} {
+		if b, err := os.ReadFile(filepath.Join(ws, name)); err != nil || string(b) != want {
+			t.Errorf("%s: %q %v; want %q", name, b, err, want)
+		}
+	}
+}
