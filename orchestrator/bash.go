@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/paddockhq/paddock/orchestrator/output"
@@ -103,17 +101,12 @@ func (s *Session) newRunner(call Call) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{s: s, call: call, sc: sc, cwd: s.cwd, vars: map[string]expand.Variable{},
+	r := &runner{s: s, call: call, sc: sc, sh: script.NewState(call.Script, s.cwd, s.cfg.Env),
 		index: make(map[*syntax.Stmt]int, len(sc.Steps)), res: &Result{Grammar: string(sc.Grammar)}}
 	for i, st := range sc.Steps {
 		r.index[st] = i
 	}
-	for _, kv := range s.cfg.Env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			r.vars[k] = expand.Variable{Set: true, Exported: true, Kind: expand.String, Str: v}
-		}
-	}
-	r.setVar("PWD", r.cwd, true)
+	r.sh.ReadDir, r.sh.IsDir = r.readDir, r.isDir
 	return r, nil
 }
 
@@ -137,23 +130,21 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return r.snapshot(), err
 	}
 	if !stop {
-		r.setEnd(End{Kind: Finished, Status: r.status})
+		r.setEnd(End{Kind: Finished, Status: r.sh.Status})
 	}
 	return r.snapshot(), nil
 }
 
-// runner is the state of one call: working directory, variables, last status. cd and
+// runner is the state of one call: working directory, variables, last status (sh). cd and
 // export last for the call.
 type runner struct {
-	s      *Session
-	call   Call
-	sc     *script.Script
-	index  map[*syntax.Stmt]int
-	job    *Job         // the job the call runs as; nil: none
-	from   *resumePoint // a job taken up again: where it goes on
-	cwd    string
-	vars   map[string]expand.Variable
-	status int
+	s     *Session
+	call  Call
+	sc    *script.Script
+	index map[*syntax.Stmt]int
+	job   *Job          // the job the call runs as; nil: none
+	from  *resumePoint  // a job taken up again: where it goes on
+	sh    *script.State // the working directory, variables and last status, for the steps to come
 	// approved is the environment the steps of the kernel's shell were decided with (judge).
 	approved map[string]string
 
@@ -211,7 +202,7 @@ func (r *runner) stmt(ctx context.Context, st *syntax.Stmt) (stop bool, err erro
 			if stop, err = r.stmt(ctx, b.X); stop || err != nil {
 				return stop, err
 			}
-			if (r.status == 0) == (b.Op == syntax.AndStmt) {
+			if (r.sh.Status == 0) == (b.Op == syntax.AndStmt) {
 				return r.stmt(ctx, b.Y)
 			}
 			return false, nil
@@ -244,7 +235,7 @@ func (r *runner) pipeline(ctx context.Context, parts []*syntax.Stmt) (stop bool,
 			res := StepResult{Index: r.index[st], Command: r.sc.Source[st.Pos().Offset():st.End().Offset()], Status: 1}
 			res.Stderr = output.Whole(fmt.Sprintf("bash: line %d: %v\n", st.Pos().Line(), err))
 			r.addStep(res)
-			r.status = 1
+			r.sh.Status = 1
 			return false, nil
 		}
 		steps[i] = step
@@ -302,68 +293,23 @@ func (r *runner) refuse(step Step, v Verdict) {
 // with. A refusal stops the script there.
 func (r *runner) shell(ctx context.Context) (stop bool, err error) {
 	r.at(0)
-	step := Step{Argv: []string{r.sc.Source}, Cwd: r.cwd, Shell: true, Script: r.sc, Command: r.sc.Source}
+	step := Step{Argv: []string{r.sc.Source}, Cwd: r.sh.Cwd, Shell: true, Script: r.sc, Command: r.sc.Source}
 	if err := r.exec(ctx, []Step{step}, [][]string{nil}); err != nil {
 		return false, err
 	}
 	return r.refused(), nil
 }
 
-// plan expands one command of the grammar into the step it will run.
+// plan expands one command of the grammar into the step it will run (script.State.Plan).
 func (r *runner) plan(st *syntax.Stmt) (Step, error) {
-	step := Step{Index: r.index[st], Cwd: r.cwd, Script: r.sc, Node: st}
-	cfg := r.expandConfig()
-	switch c := st.Cmd.(type) {
-	case *syntax.CallExpr:
-		for _, a := range c.Assigns {
-			v, err := expand.Literal(cfg, a.Value)
-			if err != nil {
-				return step, err
-			}
-			step.Assigns = append(step.Assigns, a.Name.Value+"="+v)
-		}
-		argv, err := expand.Fields(cfg, c.Args...)
-		if err != nil {
-			return step, err
-		}
-		step.Argv = argv
-	case *syntax.DeclClause: // export
-		step.Argv = []string{"export"}
-		for _, a := range c.Args {
-			arg := a.Name.Value
-			if a.Value != nil {
-				v, err := expand.Literal(cfg, a.Value)
-				if err != nil {
-					return step, err
-				}
-				arg += "=" + v
-			}
-			step.Argv = append(step.Argv, arg)
-		}
+	p, err := r.sh.Plan(st)
+	step := Step{Index: r.index[st], Cwd: p.Cwd, Script: r.sc, Node: st, Argv: p.Argv, Assigns: p.Assigns}
+	if err != nil {
+		return step, err
 	}
-	for _, rd := range st.Redirs {
-		fields, err := expand.Fields(cfg, rd.Word)
-		if err != nil {
-			return step, err
-		}
-		word := r.sc.Source[rd.Word.Pos().Offset():rd.Word.End().Offset()]
-		if len(fields) != 1 {
-			return step, fmt.Errorf("%s: ambiguous redirect", word)
-		}
-		fd := 1
-		if rd.Op == syntax.RdrIn {
-			fd = 0
-		}
-		if rd.N != nil {
-			fd, _ = strconv.Atoi(rd.N.Value)
-		}
-		op := rd.Op.String()
-		p := fields[0]
-		if op != ">&" && p != "" && !path.IsAbs(p) {
-			p = path.Join(r.cwd, p)
-		}
-		step.Redirects = append(step.Redirects, Redirect{FD: fd, Op: op, Path: p})
-		step.words = append(step.words, fields[0])
+	for _, rd := range p.Redirects {
+		step.Redirects = append(step.Redirects, Redirect{FD: rd.FD, Op: rd.Op, Path: rd.Path})
+		step.words = append(step.words, rd.Word)
 	}
 	step.Command = showStep(step)
 	return step, nil
@@ -381,85 +327,38 @@ func showStep(step Step) string {
 	return shown.String()
 }
 
-// builtin runs cd, export, unset, exit and bare assignments on the host. done is false for
-// any other command.
+// builtin runs cd, export, unset, exit and bare assignments on the host
+// (script.State.Builtin). done is false for any other command.
 func (r *runner) builtin(step Step, effects []string) (done, stop bool) {
-	res := StepResult{Index: step.Index, Command: step.Command, Effects: effects}
-	errf := func(format string, args ...any) {
-		res.Status = 1
-		res.Stderr = output.Whole(fmt.Sprintf("bash: line %d: ", step.Node.Pos().Line()) + fmt.Sprintf(format, args...) + "\n")
-	}
-	switch {
-	case len(step.Argv) == 0: // NAME=value …
-		for _, a := range step.Assigns {
-			k, v, _ := strings.Cut(a, "=")
-			r.setVar(k, v, r.vars[k].Exported)
-		}
-	case step.Argv[0] == "cd":
-		dir := r.vars["HOME"].Str
-		if len(step.Argv) > 1 {
-			dir = step.Argv[1]
-		}
-		if dir == "" {
-			errf("cd: HOME not set")
-			break
-		}
-		target := dir
-		if !path.IsAbs(target) {
-			target = path.Join(r.cwd, target)
-		}
-		var e wire.Entry
-		err := r.s.request(context.Background(), wire.TypeStat, wire.Path{Path: target}, &e)
-		switch {
-		case err != nil:
-			errf("cd: %s: No such file or directory", dir)
-		case e.Type != wire.TypeDir:
-			errf("cd: %s: Not a directory", dir)
-		default:
-			r.setVar("OLDPWD", r.cwd, true)
-			r.cwd = path.Clean(target)
-			r.setVar("PWD", r.cwd, true)
-		}
-	case step.Argv[0] == "export":
-		for _, a := range step.Argv[1:] {
-			k, v, ok := strings.Cut(a, "=")
-			if !ok {
-				v = r.vars[k].Str
-			}
-			r.setVar(k, v, true)
-		}
-	case step.Argv[0] == "unset":
-		for _, k := range step.Argv[1:] {
-			delete(r.vars, k)
-		}
-	case step.Argv[0] == "exit":
-		code := r.status
-		if len(step.Argv) > 1 {
-			n, err := strconv.Atoi(step.Argv[1])
-			if err != nil {
-				errf("exit: %s: numeric argument required", step.Argv[1])
-				n = 2
-			}
-			code = n & 0xff
-		}
-		res.Status = code
-		r.addStep(res)
-		r.status = code
-		r.setEnd(End{Kind: Exited, Status: code})
-		return true, true
-	default:
+	done, status, stderr, exit := r.sh.Builtin(script.Planned{Argv: step.Argv, Assigns: step.Assigns, Cwd: step.Cwd})
+	if !done {
 		return false, false
+	}
+	res := StepResult{Index: step.Index, Command: step.Command, Effects: effects, Status: status}
+	if stderr != "" {
+		res.Stderr = output.Whole(fmt.Sprintf("bash: line %d: %s\n", step.Node.Pos().Line(), stderr))
+	}
+	if exit {
+		r.addStep(res)
+		r.sh.Status = status
+		r.setEnd(End{Kind: Exited, Status: status})
+		return true, true
 	}
 	if res.Stderr.Text != "" {
 		r.out(nil, step.Index, 2, []byte(res.Stderr.Text), 0)
 	}
-	r.status = res.Status
+	r.sh.Status = status
 	r.addStep(res)
 	return true, false
 }
 
-func (r *runner) setVar(k, v string, exported bool) {
-	r.vars[k] = expand.Variable{Set: true, Exported: exported, Kind: expand.String, Str: v}
+// isDir says whether a sandbox path is a directory, through the kernel, for cd.
+func (r *runner) isDir(p string) (bool, error) {
+	var e wire.Entry
+	if err := r.s.request(context.Background(), wire.TypeStat, wire.Path{Path: p}, &e); err != nil {
+		return false, err
+	}
+	return e.Type == wire.TypeDir, nil
 }
 
 // exec runs a pipeline in the sandbox and records each step's output and status.
@@ -468,7 +367,7 @@ func (r *runner) exec(ctx context.Context, steps []Step, effects [][]string) err
 	// wrote them, so that its messages read as bash's do.
 	// Every exec is judged: a shell one of its commands would start (sh -c, bash FILE) is
 	// the kernel's to interpret, each of its commands decided here as it runs.
-	x := wire.Exec{Cwd: r.cwd, Env: append(r.environ(), policy.StepEnv...), Judged: true}
+	x := wire.Exec{Cwd: r.sh.Cwd, Env: append(r.sh.Environ(), policy.StepEnv...), Judged: true}
 	if n := steps[0].Node; n != nil {
 		x.Prefix = fmt.Sprintf("bash: line %d: ", n.Pos().Line())
 	}
@@ -622,7 +521,7 @@ func (r *runner) await(ctx context.Context, c *conn, id string, p *call, run *ru
 		}
 		res.Stdout, res.Stderr = run.outs[i][0].Snapshot(), run.outs[i][1].Snapshot()
 		done = append(done, res)
-		r.status = es.Code
+		r.sh.Status = es.Code
 	}
 	// The steps move from running to ended at one moment, for snapshots.
 	r.mu.Lock()
@@ -630,22 +529,6 @@ func (r *runner) await(ctx context.Context, c *conn, id string, p *call, run *ru
 	r.running = nil
 	r.mu.Unlock()
 	return nil
-}
-
-// environ is the exported variables, sorted.
-func (r *runner) environ() []string {
-	env := make([]string, 0, len(r.vars))
-	for k, v := range r.vars {
-		if v.Exported {
-			env = append(env, k+"="+v.Str)
-		}
-	}
-	slices.Sort(env)
-	return env
-}
-
-func (r *runner) expandConfig() *expand.Config {
-	return &expand.Config{Env: (*runnerEnv)(r), ReadDir2: r.readDir}
 }
 
 // readDir lists a sandbox directory through the kernel, for globs.
@@ -659,24 +542,6 @@ func (r *runner) readDir(dir string) ([]fs.DirEntry, error) {
 		out[i] = dirEntry{e}
 	}
 	return out, nil
-}
-
-// runnerEnv is the call's variables as the expander sees them.
-type runnerEnv runner
-
-func (e *runnerEnv) Get(name string) expand.Variable {
-	if name == "?" {
-		return expand.Variable{Set: true, Kind: expand.String, Str: strconv.Itoa(e.status)}
-	}
-	return e.vars[name]
-}
-
-func (e *runnerEnv) Each(f func(string, expand.Variable) bool) {
-	for k, v := range e.vars {
-		if !f(k, v) {
-			return
-		}
-	}
 }
 
 // dirEntry is a kernel's directory entry as an fs.DirEntry.

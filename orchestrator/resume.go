@@ -132,8 +132,8 @@ func (r *runner) checkpoint(st JobState) {
 		return
 	}
 	st.ID, st.Script, st.Artifact, st.ArtifactCap, st.Started = j.id, j.script, r.call.Artifact, j.cap, j.start
-	st.Cwd, st.Status = r.cwd, r.status
-	for k, v := range r.vars {
+	st.Cwd, st.Status = r.sh.Cwd, r.sh.Status
+	for k, v := range r.sh.Vars {
 		st.Vars = append(st.Vars, Var{Name: k, Value: v.Str, Exported: v.Exported})
 	}
 	slices.SortFunc(st.Vars, func(a, b Var) int { return strings.Compare(a.Name, b.Name) })
@@ -331,10 +331,10 @@ func (s *Session) restoreJob(js JobState, live func(step, fd int, data []byte)) 
 	r.job = j
 	j.r = r
 	j.state = js
-	r.cwd, r.status = js.Cwd, js.Status
-	r.vars = map[string]expand.Variable{}
+	r.sh.Cwd, r.sh.Status = js.Cwd, js.Status
+	r.sh.Vars = map[string]expand.Variable{}
 	for _, v := range js.Vars {
-		r.setVar(v.Name, v.Value, v.Exported)
+		r.sh.Set(v.Name, v.Value, v.Exported)
 	}
 	r.res.Steps = slices.Clone(js.Done)
 	s.jobs.mu.Lock()

@@ -34,6 +34,9 @@ type StepVerdict struct {
 	Rule string `json:"rule,omitempty"`
 	// Step is the step as it would run (its Argv holds the whole script for an exec step).
 	Step Step `json:"-"`
+	// Fails is why the step fails before anything runs, as bash says it (a word that does
+	// not expand, an ambiguous redirect): it has no effects.
+	Fails string `json:"fails,omitempty"`
 }
 
 // Check judges a whole script without running it. Within the grammar each step's words are
@@ -54,33 +57,81 @@ func Check(ctx *Context, s *script.Script) Analysis {
 		a.Effects = e
 		return a
 	}
+	st := script.NewState(s.Source, sh.cwd, ctx.Env)
+	st.ReadDir, st.IsDir = sh.readDir, sh.isDir
 	pipes := script.Pipelines(s.File)
-	planned := map[*syntax.Stmt]Step{}
-	for _, st := range s.Steps {
-		step, ok := planned[st]
+	type plan struct {
+		step  Step
+		shown string
+		err   error
+	}
+	planned := map[*syntax.Stmt]plan{}
+	planOf := func(n *syntax.Stmt) plan {
+		p, ok := planned[n]
 		if !ok {
-			step = sh.plan(st, sh.config())
-			planned[st] = step
+			sp, err := st.Plan(n)
+			p.step, p.shown = Planned(sp)
+			p.err = err
+			planned[n] = p
 		}
-		if members := pipes[st]; len(members) > 1 {
-			// The members run at once, each planned from where the pipeline starts.
-			for _, m := range members {
-				if _, ok := planned[m]; !ok && m != st {
-					planned[m] = sh.plan(m, sh.config())
-				}
+		return p
+	}
+	for _, n := range s.Steps {
+		members := pipes[n]
+		if len(members) == 0 {
+			members = []*syntax.Stmt{n}
+		}
+		// The members of a pipeline run at once, each planned from where it starts; one
+		// that does not expand fails the pipeline before any of them runs.
+		failed := false
+		for _, m := range members {
+			if planOf(m).err != nil {
+				failed = true
 			}
-			for _, m := range members {
-				if m != st {
-					step.Beside = append(step.Beside, planned[m].Argv)
-				}
+		}
+		p := planOf(n)
+		if failed {
+			v := StepVerdict{Command: sh.source(n), Step: p.step, Verdict: RunNow}
+			if p.err != nil {
+				v.Fails = p.err.Error()
+			} else {
+				v.Fails = "another command of its pipeline does not expand"
+			}
+			a.Steps = append(a.Steps, v)
+			st.Status = 1
+			continue
+		}
+		step := p.step
+		for _, m := range members {
+			if m != n {
+				step.Beside = append(step.Beside, planOf(m).step.Argv)
 			}
 		}
 		e := StepEffects(ctx, step)
-		a.Steps = append(a.Steps, verdict(ctx, StepVerdict{Command: step.String(), Effects: e, Step: step}, [][]string{step.Argv}))
+		a.Steps = append(a.Steps, verdict(ctx, StepVerdict{Command: p.shown, Effects: e, Step: step}, [][]string{step.Argv}))
 		a.Effects |= e
-		sh.apply(step)
+		if len(members) == 1 {
+			st.Builtin(script.Planned{Argv: step.Argv, Assigns: step.Assigns, Cwd: step.Cwd})
+		}
 	}
 	return a
+}
+
+// Planned is a command the shell planned (script.State.Plan) as the step the policy judges,
+// and as it is shown: its words quoted so that bash reads them back unchanged, its
+// redirections' targets named as the script wrote them.
+func Planned(p script.Planned) (step Step, shown string) {
+	step = Step{Argv: p.Argv, Assigns: p.Assigns, Cwd: p.Cwd}
+	show := Step{Argv: p.Argv, Assigns: p.Assigns}
+	for _, rd := range p.Redirects {
+		step.Redirects = append(step.Redirects, Redirect{FD: rd.FD, Op: rd.Op, Path: rd.Path})
+		w := rd.Word
+		if rd.Op == ">&" {
+			w = rd.Path
+		}
+		show.Redirects = append(show.Redirects, Redirect{FD: rd.FD, Op: rd.Op, Path: w})
+	}
+	return step, show.String()
 }
 
 // verdict decides a judged step as the bash tool does with nobody attached: by the rules
@@ -148,18 +199,19 @@ func (s Step) String() string {
 	return strings.TrimSpace(b.String())
 }
 
-// shell is the state the host keeps between steps of one script: the working directory
-// and the variables set, exported or unset by earlier steps.
+// shell is how a script is read on the host without running it: over the session's
+// environment, globs through the path map and ctx.FS. A script of the grammar is planned
+// step by step by script.State, as the bash tool plans it; one outside it is read whole
+// (execEffects), each word as far as it expands.
 type shell struct {
-	ctx  *Context
-	src  string
-	cwd  string
-	vars map[string]*string // nil value: unset
+	ctx *Context
+	src string
+	cwd string
 }
 
 func newShell(ctx *Context, src string) *shell {
 	cwd := path.Clean(abs("/", ctx.Cwd))
-	return &shell{ctx: ctx, src: src, cwd: cwd, vars: map[string]*string{}}
+	return &shell{ctx: ctx, src: src, cwd: cwd}
 }
 
 func (sh *shell) get(name string) string {
@@ -169,16 +221,8 @@ func (sh *shell) get(name string) string {
 	case "?":
 		return "0"
 	}
-	if v, ok := sh.vars[name]; ok {
-		if v == nil {
-			return ""
-		}
-		return *v
-	}
 	return sh.ctx.Getenv(name)
 }
-
-func (sh *shell) set(name string, v *string) { sh.vars[name] = v }
 
 func (sh *shell) config() *expand.Config {
 	return &expand.Config{Env: expand.FuncEnviron(sh.get), ReadDir2: sh.readDir}
@@ -281,36 +325,27 @@ func (sh *shell) redirect(cfg *expand.Config, rd *syntax.Redirect) Redirect {
 	return Redirect{FD: fd, Op: rd.Op.String(), Path: p}
 }
 
-// apply carries what a step does to the host shell's state: cd, export, unset, and bare
-// assignments.
-func (sh *shell) apply(step Step) {
-	if len(step.Argv) == 0 {
-		for _, a := range step.Assigns {
-			k, v, _ := strings.Cut(a, "=")
-			sh.set(k, &v)
+// isDir says whether a sandbox path is a directory, following links, through the path map
+// and ctx.FS: what cd needs.
+func (sh *shell) isDir(dir string) (bool, error) {
+	host := dir
+	if sh.ctx.ToHost != nil {
+		h, ok := sh.ctx.ToHost(dir)
+		if !ok {
+			return false, fs.ErrNotExist
 		}
-		return
+		host = h
 	}
-	switch step.Argv[0] {
-	case "cd":
-		dir := sh.get("HOME")
-		if len(step.Argv) > 1 {
-			dir = step.Argv[1]
-		}
-		if dir != "" {
-			sh.cwd = path.Clean(abs(sh.cwd, dir)) // bash cd is logical
-		}
-	case "export":
-		for _, a := range step.Argv[1:] {
-			if k, v, ok := strings.Cut(a, "="); ok {
-				sh.set(k, &v)
-			}
-		}
-	case "unset":
-		for _, k := range step.Argv[1:] {
-			sh.set(k, nil)
-		}
+	fsys := sh.ctx.fs()
+	real, loop := Real(fsys, host)
+	if loop {
+		return false, fs.ErrInvalid
 	}
+	fi, err := fsys.Lstat(real)
+	if err != nil {
+		return false, err
+	}
+	return fi.IsDir(), nil
 }
 
 // execEffects judges a script outside the grammar as one step.

@@ -49,7 +49,11 @@ func TestCheckSteps(t *testing.T) {
 		// Redirections, shown as they run.
 		{"echo hi > out.txt 2>&1", []string{"echo hi >out.txt 2>&1"}, []string{"write"}},
 		{"cat < /home/u/.ssh/id_ed25519", []string{"cat </home/u/.ssh/id_ed25519"}, []string{"read,secret"}},
-		{"cd /tmp && echo x >> log", []string{"cd /tmp", "echo x >>log"}, []string{"", "outside,write"}},
+		{"cd /srv/aws && echo x >> log", []string{"cd /srv/aws", "echo x >>log"}, []string{"secret", "outside,write"}}, // the directory holds a secret
+		// A cd that fails leaves the directory as it was, as bash's does: the write after it
+		// lands in the workspace.
+		{"cd /nowhere; echo x >> log", []string{"cd /nowhere", "echo x >>log"}, []string{"", "write"}},
+		{"cd src/main.go; echo x >> log", []string{"cd src/main.go", "echo x >>log"}, []string{"", "write"}}, // not a directory
 		{"echo x &> /dev/null", []string{"echo x &>/dev/null"}, []string{""}},
 		// Control characters are shown escaped.
 		{"echo $'a\\u202eb' $'\\n'", []string{`echo $'a\xe2\x80\xaeb' $'\x0a'`}, []string{""}},
@@ -177,5 +181,28 @@ func TestStepString(t *testing.T) {
 	}
 	if !strings.HasPrefix(Step{Assigns: []string{"X=1"}}.String(), "X=1") {
 		t.Error("a bare assignment")
+	}
+}
+
+// A step that does not expand fails before anything runs, as the bash tool fails it: check
+// says so, gives it no effects, and goes on to the steps after it from the same state; a
+// pipeline with such a member fails whole.
+func TestCheckStepThatFails(t *testing.T) {
+	ctx := testContext()
+	a := check(t, ctx, "echo x > *; cat src/main.go")
+	if len(a.Steps) != 2 {
+		t.Fatalf("steps %+v", a.Steps)
+	}
+	if s := a.Steps[0]; s.Fails == "" || !strings.Contains(s.Fails, "ambiguous redirect") || s.Effects != 0 || s.Verdict != RunNow || s.Command != "echo x > *;" {
+		t.Errorf("failing step %+v", s)
+	}
+	if s := a.Steps[1]; s.Fails != "" || s.Effects != Read {
+		t.Errorf("the step after it %+v", s)
+	}
+	a = check(t, ctx, "cat src/main.go | tee > *")
+	for i, s := range a.Steps {
+		if s.Fails == "" || s.Effects != 0 {
+			t.Errorf("pipeline member %d: %+v", i, s)
+		}
 	}
 }

@@ -102,6 +102,10 @@ func printAnalysis(w interface{ Write([]byte) (int, error) }, a policy.Analysis)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, s := range a.Steps {
+		if s.Fails != "" { // nothing runs: the step fails as bash fails it
+			fmt.Fprintf(tw, "fails\t-\t%s\t(%s)\n", s.Command, s.Fails)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Verdict, orNone(s.Effects.String()), s.Command)
 	}
 	if err := tw.Flush(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/place"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -196,6 +197,14 @@ func TestPolicyCheckAgreesWithRun(t *testing.T) {
 		{Command: "ls; git log -1; curl -s https://example.com"},
 		{Command: "cat a b; echo ~/.ssh/id_rsa | xargs cat"},
 		{Command: "pwd && ls && touch x"},
+		// Where the two once worked a step out apart: a redirection that is not one word,
+		// a word that does not expand, a cd into a directory that is not there.
+		{Command: "echo hi > d*; ls; touch y"}, // docs and documentation: two words
+		{Command: "echo ${NOPE:?gone}; ls; touch y"},
+		{Command: "echo ${NOPE:?gone} | cat; ls; touch y"},
+		{Command: "cd nowhere; ls ..; touch y"}, // .. is the workspace's parent: outside
+		{Command: "cd src; ls ..; touch y"},     // .. is the workspace
+		{Command: "cd .git/HEAD; ls; touch y"},
 	}
 	refused := map[string]int{}
 	for _, file := range files {
@@ -208,7 +217,12 @@ func TestPolicyCheckAgreesWithRun(t *testing.T) {
 			if err := policytest.Fixture(ws); err != nil {
 				t.Fatal(err)
 			}
-			env := append(policytest.CorpusEnv(ws), "XDG_CONFIG_HOME="+conf, "XDG_STATE_HOME="+t.TempDir(), "PADDOCK_KERNEL="+kernel)
+			// The audit file is there before check judges, as it is for a user who has run
+			// paddock before: a secret place, listed by a step that lists its directory.
+			state := t.TempDir()
+			os.MkdirAll(filepath.Join(state, "paddock"), 0o700)
+			os.WriteFile(place.AuditFile(filepath.Join(state, "paddock")), nil, 0o600)
+			env := append(policytest.CorpusEnv(ws), "XDG_CONFIG_HOME="+conf, "XDG_STATE_HOME="+state, "PADDOCK_KERNEL="+kernel)
 			check := exec.Command(bin, "policy", "check", "--json", "--", row.Command)
 			check.Dir, check.Env = ws, env
 			out, err := check.Output()
@@ -224,10 +238,13 @@ func TestPolicyCheckAgreesWithRun(t *testing.T) {
 			run.Dir, run.Env, run.Stdin = ws, env, nil
 			rout, _ := run.Output()
 			var res struct {
-				Steps []struct{ Index int }
-				End   struct {
-					Kind, Code string
-					Step       int
+				Steps []struct {
+					Index   int
+					Command string
+				}
+				End struct {
+					Kind, Code, Command string
+					Step                int
 				}
 			}
 			if err := json.Unmarshal(rout, &res); err != nil {
@@ -248,13 +265,15 @@ func TestPolicyCheckAgreesWithRun(t *testing.T) {
 				}
 				continue
 			}
-			reached := len(res.Steps)
-			if res.End.Kind == "refused" {
-				reached = res.End.Step
-			}
-			for i := 0; i < reached && i < len(got.Steps); i++ {
-				if got.Steps[i].Verdict != "run" {
-					t.Errorf("%q: run ran step %d, check says %s", row.Command, i, got.Steps[i].Verdict)
+			// Each step run ran is a step check says runs, worked out the same: the same
+			// words, shown the same.
+			for _, st := range res.Steps {
+				if st.Index >= len(got.Steps) {
+					t.Errorf("%q: run ran step %d, check has %d steps", row.Command, st.Index, len(got.Steps))
+					continue
+				}
+				if c := got.Steps[st.Index]; c.Verdict != "run" || c.Command != st.Command {
+					t.Errorf("%q: run ran step %d as %q, check says %s for %q", row.Command, st.Index, st.Command, c.Verdict, c.Command)
 				}
 			}
 			if res.End.Kind != "refused" {
@@ -263,6 +282,9 @@ func TestPolicyCheckAgreesWithRun(t *testing.T) {
 			if res.End.Step >= len(got.Steps) {
 				t.Errorf("%q: run refused step %d, check has %d steps", row.Command, res.End.Step, len(got.Steps))
 				continue
+			}
+			if c := got.Steps[res.End.Step].Command; c != res.End.Command {
+				t.Errorf("%q: run refused step %d as %q, check shows %q", row.Command, res.End.Step, res.End.Command, c)
 			}
 			refused[res.End.Code]++
 			want := map[string]string{"unanswered": "ask", "denied": "refuse"}[res.End.Code]
