@@ -8,42 +8,16 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/fanout"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/workspace"
 )
 
 func init() { commands = append(commands, newFanoutCmd) }
-
-// fanoutChild is one child's line of the combined report.
-type fanoutChild struct {
-	Index     int                        `json:"index"`
-	Name      string                     `json:"name"`
-	Status    int                        `json:"status"`
-	End       string                     `json:"end"` // finished, exited, refused, failed
-	Error     string                     `json:"error,omitempty"`
-	Taken     []workspace.Change         `json:"taken"`
-	Conflicts []workspace.ConflictedPath `json:"conflicts"`
-	Dir       string                     `json:"dir,omitempty"` // where its conflicts/ and handback.json are
-	Result    *orchestrator.Result       `json:"result,omitempty"`
-	Clone     *workspace.CloneReport     `json:"clone,omitempty"`
-}
-
-// fanoutReport is the combined report.
-type fanoutReport struct {
-	Workspace string        `json:"workspace"`
-	Children  []fanoutChild `json:"children"`
-	Failed    int           `json:"failed"`    // children whose script failed or was refused
-	Conflicts int           `json:"conflicts"` // conflicted paths over every child
-}
 
 func newFanoutCmd() *cobra.Command {
 	var (
@@ -82,23 +56,22 @@ in the workspace, each child spawned, run and closed through its API.`,
 			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			var run *fanoutRun
+			var sp fanout.Spawner
 			var err error
 			if host := daemonHost(cmd.Flags()); host != "" {
 				if stateDir != "" {
 					return &usageError{msg: "--state-dir cannot be used with a daemon: its children's clones are in its state directory"}
 				}
-				run, err = fanoutHosted(ctx, cmd, host, workspaceDir)
+				sp, err = fanoutHosted(ctx, cmd, host, workspaceDir)
 			} else {
-				run, err = fanoutEmbedded(ctx, cmd, workspaceDir, stateDir, &tf)
+				sp, err = fanoutEmbedded(ctx, cmd, workspaceDir, stateDir, &tf)
 			}
 			if err != nil {
 				return err
 			}
-			rep, err := fanout(ctx, run, n, parallel, args[0], errOut)
-			if err != nil {
-				return err
-			}
+			rep := fanout.Run(ctx, sp, fanout.Options{N: n, Parallel: parallel, Script: args[0],
+				Ended: func(ended, n int, c fanout.Child) { progress(errOut, ended, n, c) },
+				Warn:  func(w string) { fmt.Fprintf(errOut, "paddock: warning: %s (each child alike)\n", w) }})
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
@@ -127,77 +100,9 @@ in the workspace, each child spawned, run and closed through its API.`,
 	return cmd
 }
 
-// fanoutRun is where a fan-out runs: embedded, or through a daemon. root is the workspace
-// the children clone; child spawns child i, calls spawned once its workspace is made (or
-// its spawn failed), runs the script in it, and hands it back; done closes the root.
-type fanoutRun struct {
-	root  string
-	child func(ctx context.Context, i int, name, script string, spawned func()) fanoutChild
-	done  func()
-}
-
-// fanout runs script in n isolated children, at most parallel at once, and reports.
-func fanout(ctx context.Context, run *fanoutRun, n, parallel int, script string, errOut io.Writer) (*fanoutReport, error) {
-	defer run.done()
-	rep := &fanoutReport{Workspace: run.root, Children: make([]fanoutChild, n)}
-	var mu sync.Mutex
-	ended := 0
-	warned := map[string]bool{} // guarded by mu
-	// The first wave of children is cloned before any of them runs, so that each of them
-	// finds the workspace as it was at the start; a child of a later wave finds it with the
-	// earlier children's hand-backs in it.
-	var wave sync.WaitGroup
-	wave.Add(min(parallel, n))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(parallel)
-	for i := 0; i < n; i++ {
-		g.Go(func() error {
-			c := run.child(gctx, i, "child-"+strconv.Itoa(i), script, func() {
-				if i < parallel {
-					wave.Done()
-					wave.Wait()
-				}
-			})
-			if c.Taken == nil {
-				c.Taken = []workspace.Change{}
-			}
-			if c.Conflicts == nil {
-				c.Conflicts = []workspace.ConflictedPath{}
-			}
-			mu.Lock()
-			rep.Children[i] = c
-			ended++
-			if c.Clone != nil {
-				for _, w := range c.Clone.Warnings {
-					// Every child meets the same (its counts and directory aside): said once,
-					// for the first child, by its kind ("no reflinks").
-					kind, _, _ := strings.Cut(w, ":")
-					if !warned[kind] {
-						warned[kind] = true
-						fmt.Fprintf(errOut, "paddock: warning: %s (each child alike)\n", w)
-					}
-				}
-			}
-			progress(errOut, ended, n, c)
-			mu.Unlock()
-			return nil
-		})
-	}
-	g.Wait()
-	for _, c := range rep.Children {
-		if c.End != orchestrator.Finished || c.Status != 0 {
-			rep.Failed++
-		}
-		rep.Conflicts += len(c.Conflicts)
-	}
-	return rep, nil
-}
-
-// childEnv is child i's own environment.
-func childEnv(i int) []string { return []string{"PADDOCK_CHILD_INDEX=" + strconv.Itoa(i)} }
-
-// fanoutEmbedded runs the children in this process, in a session opened as run opens one.
-func fanoutEmbedded(ctx context.Context, cmd *cobra.Command, workspaceDir, stateDir string, tf *transportFlags) (*fanoutRun, error) {
+// fanoutEmbedded runs the children in this process (fanout.Embedded), in a session opened
+// as run opens one.
+func fanoutEmbedded(ctx context.Context, cmd *cobra.Command, workspaceDir, stateDir string, tf *transportFlags) (fanout.Spawner, error) {
 	l, err := loadSettings(workspaceDir, cmd.Flags(), transportKeys, cmd.ErrOrStderr())
 	if err != nil {
 		return nil, err
@@ -226,47 +131,18 @@ func fanoutEmbedded(ctx context.Context, cmd *cobra.Command, workspaceDir, state
 		}
 		return nil, err
 	}
-	return &fanoutRun{
-		root: root.Workspace(),
-		child: func(ctx context.Context, i int, name, script string, spawned func()) fanoutChild {
-			c := fanoutChild{Index: i, Name: name, End: orchestrator.Failed}
-			child, err := root.Spawn(ctx, orchestrator.ChildConfig{Name: name, Workspace: orchestrator.Isolated, Env: childEnv(i)})
-			spawned()
-			if err != nil {
-				c.Error = err.Error()
-				return c
-			}
-			c.Clone = child.CloneReport()
-			res, err := child.Run(ctx, orchestrator.Call{Script: script, Budget: -1})
-			if err != nil {
-				c.Error = err.Error()
-			} else {
-				c.Result, c.End, c.Status = res, res.End.Kind, res.End.Status
-			}
-			if err := child.Close(); err != nil {
-				c.Error = err.Error()
-				c.End = orchestrator.Failed
-			}
-			if h := child.Handback(); h != nil {
-				c.Taken, c.Conflicts, c.Dir = h.Taken, h.Conflicts, h.Dir
-			}
-			return c
-		},
-		done: func() {
-			root.Close()
-			p.Finish(context.Background())
-			if made {
-				// A clean child's directory went with its hand-back: what is left is the
-				// conflicted children's, each named in the report; an empty one goes.
-				os.Remove(stateDir)
-			}
-		},
-	}, nil
+	return fanout.Embedded(root, func() {
+		p.Finish(context.Background())
+		if made {
+			// A clean child's directory went with its hand-back: what is left is the
+			// conflicted children's, each named in the report; an empty one goes.
+			os.Remove(stateDir)
+		}
+	}), nil
 }
 
-// fanoutHosted runs the children in a session of the daemon at host: each is spawned
-// isolated, runs the script as a call with no budget, and is closed, which hands it back.
-func fanoutHosted(ctx context.Context, cmd *cobra.Command, host, workspaceDir string) (*fanoutRun, error) {
+// fanoutHosted runs the children in a session of the daemon at host (fanout.Hosted).
+func fanoutHosted(ctx context.Context, cmd *cobra.Command, host, workspaceDir string) (fanout.Spawner, error) {
 	workspaceDir, err := filepath.Abs(workspaceDir) // the daemon's directory is not ours
 	if err != nil {
 		return nil, err
@@ -287,44 +163,11 @@ func fanoutHosted(ctx context.Context, cmd *cobra.Command, host, workspaceDir st
 	for _, w := range root.Warnings {
 		fmt.Fprintln(cmd.ErrOrStderr(), "paddock:", w)
 	}
-	return &fanoutRun{
-		root: root.Workspace,
-		child: func(ctx context.Context, i int, name, script string, spawned func()) fanoutChild {
-			out := fanoutChild{Index: i, Name: name, End: orchestrator.Failed}
-			kid, err := c.Spawn(ctx, root.ID, api.SpawnRequest{Name: name, Workspace: orchestrator.Isolated, Env: childEnv(i)})
-			spawned()
-			if err != nil {
-				out.Error = err.Error()
-				return out
-			}
-			out.Clone = kid.Clone
-			r, err := c.Bash(ctx, kid.ID, api.BashRequest{Script: script, Budget: "-1"})
-			switch {
-			case err != nil:
-				out.Error = err.Error()
-			case r.Result == nil:
-				out.Error, out.End = "the daemon answered with no result", orchestrator.Failed
-			default:
-				out.Result, out.End, out.Status = r.Result, r.End.Kind, r.End.Status
-			}
-			closed, err := c.CloseSession(context.WithoutCancel(ctx), kid.ID)
-			if err != nil {
-				out.Error, out.End = err.Error(), orchestrator.Failed
-			}
-			if h := closed.Handback; h != nil {
-				out.Taken, out.Conflicts, out.Dir = h.Taken, h.Conflicts, h.Dir
-			}
-			return out
-		},
-		done: func() {
-			c.CloseSession(context.Background(), root.ID)
-			c.Close()
-		},
-	}, nil
+	return fanout.Hosted(c, root), nil
 }
 
 // progress writes one line as a child ends.
-func progress(w io.Writer, ended, n int, c fanoutChild) {
+func progress(w io.Writer, ended, n int, c fanout.Child) {
 	fmt.Fprintf(w, "[%d/%d] %s %s (status %d): %d taken, %d conflicts\n", ended, n, c.Name, c.End, c.Status, len(c.Taken), len(c.Conflicts))
 	if len(c.Conflicts) > 0 && c.Dir != "" {
 		fmt.Fprintf(w, "  %s's versions of the conflicted paths are in %s\n", c.Name, filepath.Join(c.Dir, "conflicts"))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paddockhq/paddock/fanout"
 	"github.com/paddockhq/paddock/loopfs"
 )
 
@@ -24,7 +25,7 @@ func TestFanoutEightChildren(t *testing.T) {
 	if code != exitConflicts {
 		t.Fatalf("exit %d, want %d (conflicts)\n%s\n%s", code, exitConflicts, so, se)
 	}
-	var rep fanoutReport
+	var rep fanout.Report
 	if err := json.Unmarshal([]byte(so), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, so)
 	}
@@ -92,7 +93,7 @@ func TestFanoutScratchBesideTheWorkspace(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, so, se)
 	}
-	var rep fanoutReport
+	var rep fanout.Report
 	if err := json.Unmarshal([]byte(so), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,216 @@
+// Package fanout runs one script in many isolated children of a session at once and merges
+// each back as it ends: embedded in this process (Embedded) or in a daemon's session
+// (Hosted), the same engine (Run) either way.
+package fanout
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/paddockhq/paddock/client"
+	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/workspace"
+)
+
+// Child is one child's line of the combined report.
+type Child struct {
+	Index     int                        `json:"index"`
+	Name      string                     `json:"name"`
+	Status    int                        `json:"status"`
+	End       string                     `json:"end"` // finished, exited, refused, failed
+	Error     string                     `json:"error,omitempty"`
+	Taken     []workspace.Change         `json:"taken"`
+	Conflicts []workspace.ConflictedPath `json:"conflicts"`
+	Dir       string                     `json:"dir,omitempty"` // where its conflicts/ and handback.json are
+	Result    *orchestrator.Result       `json:"result,omitempty"`
+	Clone     *workspace.CloneReport     `json:"clone,omitempty"`
+}
+
+// Report is the combined report.
+type Report struct {
+	Workspace string  `json:"workspace"`
+	Children  []Child `json:"children"`
+	Failed    int     `json:"failed"`    // children whose script failed or was refused
+	Conflicts int     `json:"conflicts"` // conflicted paths over every child
+}
+
+// Spawner is where the children run.
+type Spawner interface {
+	// Workspace is the workspace the children clone.
+	Workspace() string
+	// Child spawns child i isolated, calls spawned once its workspace is made (or its spawn
+	// failed), runs the script in it with no budget, and closes it, which hands it back.
+	Child(ctx context.Context, i int, name, script string, spawned func()) Child
+	// Close closes the root session.
+	Close()
+}
+
+// Options are a fan-out's.
+type Options struct {
+	N, Parallel int // how many children; how many at once (0: all)
+	Script      string
+	// Ended, when set, is told of each child as it ends (ended of N so far).
+	Ended func(ended, n int, c Child)
+	// Warn, when set, is told each warning of the children's clones once, by its kind.
+	Warn func(string)
+}
+
+// ChildEnv is child i's own environment.
+func ChildEnv(i int) []string { return []string{"PADDOCK_CHILD_INDEX=" + strconv.Itoa(i)} }
+
+// Run runs the script in the children, at most Parallel at once, closes the spawner's
+// root, and reports.
+func Run(ctx context.Context, sp Spawner, o Options) *Report {
+	defer sp.Close()
+	n, parallel := o.N, o.Parallel
+	if parallel < 1 || parallel > n {
+		parallel = n
+	}
+	rep := &Report{Workspace: sp.Workspace(), Children: make([]Child, n)}
+	var mu sync.Mutex
+	ended := 0
+	warned := map[string]bool{} // guarded by mu
+	// The first wave of children is cloned before any of them runs, so that each of them
+	// finds the workspace as it was at the start; a child of a later wave finds it with the
+	// earlier children's hand-backs in it.
+	var wave sync.WaitGroup
+	wave.Add(parallel)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
+	for i := range n {
+		g.Go(func() error {
+			c := sp.Child(gctx, i, "child-"+strconv.Itoa(i), o.Script, func() {
+				if i < parallel {
+					wave.Done()
+					wave.Wait()
+				}
+			})
+			if c.Taken == nil {
+				c.Taken = []workspace.Change{}
+			}
+			if c.Conflicts == nil {
+				c.Conflicts = []workspace.ConflictedPath{}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			rep.Children[i] = c
+			ended++
+			if c.Clone != nil && o.Warn != nil {
+				for _, w := range c.Clone.Warnings {
+					// Every child meets the same (its counts and directory aside): said once,
+					// for the first child, by its kind ("no reflinks").
+					kind, _, _ := strings.Cut(w, ":")
+					if !warned[kind] {
+						warned[kind] = true
+						o.Warn(w)
+					}
+				}
+			}
+			if o.Ended != nil {
+				o.Ended(ended, n, c)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	for _, c := range rep.Children {
+		if c.End != orchestrator.Finished || c.Status != 0 {
+			rep.Failed++
+		}
+		rep.Conflicts += len(c.Conflicts)
+	}
+	return rep
+}
+
+// Embedded runs the children as children of root, in this process; done, when set, runs
+// once root has closed.
+func Embedded(root *orchestrator.Session, done func()) Spawner { return &embedded{root, done} }
+
+type embedded struct {
+	root *orchestrator.Session
+	done func()
+}
+
+func (e *embedded) Workspace() string { return e.root.Workspace() }
+
+func (e *embedded) Close() {
+	e.root.Close()
+	if e.done != nil {
+		e.done()
+	}
+}
+
+func (e *embedded) Child(ctx context.Context, i int, name, script string, spawned func()) Child {
+	c := Child{Index: i, Name: name, End: orchestrator.Failed}
+	child, err := e.root.Spawn(ctx, orchestrator.ChildConfig{Name: name, Workspace: orchestrator.Isolated, Env: ChildEnv(i)})
+	spawned()
+	if err != nil {
+		c.Error = err.Error()
+		return c
+	}
+	c.Clone = child.CloneReport()
+	res, err := child.Run(ctx, orchestrator.Call{Script: script, Budget: -1})
+	if err != nil {
+		c.Error = err.Error()
+	} else {
+		c.Result, c.End, c.Status = res, res.End.Kind, res.End.Status
+	}
+	if err := child.Close(); err != nil {
+		c.Error = err.Error()
+		c.End = orchestrator.Failed
+	}
+	if h := child.Handback(); h != nil {
+		c.Taken, c.Conflicts, c.Dir = h.Taken, h.Conflicts, h.Dir
+	}
+	return c
+}
+
+// Hosted runs the children in root, a session of the daemon c talks to: each is spawned
+// isolated, runs the script as a call with no budget, and is closed, which hands it back.
+// Closing the spawner closes root and c.
+func Hosted(c *client.Client, root api.Session) Spawner { return &hosted{c, root} }
+
+type hosted struct {
+	c    *client.Client
+	root api.Session
+}
+
+func (h *hosted) Workspace() string { return h.root.Workspace }
+
+func (h *hosted) Close() {
+	h.c.CloseSession(context.Background(), h.root.ID)
+	h.c.Close()
+}
+
+func (h *hosted) Child(ctx context.Context, i int, name, script string, spawned func()) Child {
+	out := Child{Index: i, Name: name, End: orchestrator.Failed}
+	kid, err := h.c.Spawn(ctx, h.root.ID, api.SpawnRequest{Name: name, Workspace: orchestrator.Isolated, Env: ChildEnv(i)})
+	spawned()
+	if err != nil {
+		out.Error = err.Error()
+		return out
+	}
+	out.Clone = kid.Clone
+	r, err := h.c.Bash(ctx, kid.ID, api.BashRequest{Script: script, Budget: "-1"})
+	switch {
+	case err != nil:
+		out.Error = err.Error()
+	case r.Result == nil:
+		out.Error, out.End = "the daemon answered with no result", orchestrator.Failed
+	default:
+		out.Result, out.End, out.Status = r.Result, r.End.Kind, r.End.Status
+	}
+	closed, err := h.c.CloseSession(context.WithoutCancel(ctx), kid.ID)
+	if err != nil {
+		out.Error, out.End = err.Error(), orchestrator.Failed
+	}
+	if hb := closed.Handback; hb != nil {
+		out.Taken, out.Conflicts, out.Dir = hb.Taken, hb.Conflicts, hb.Dir
+	}
+	return out
+}
