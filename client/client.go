@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/orchestrator"
 )
 
@@ -75,6 +76,9 @@ func (e *Error) Error() string { return e.API.Message }
 
 // Code is the stable code of the error.
 func (e *Error) Code() string { return e.API.Code }
+
+// Class is the error's class, as the daemon's status says it.
+func (e *Error) Class() errdefs.Class { return errdefs.FromHTTPStatus(e.Status) }
 
 // As maps an answer of code shell_approval_gone to *orchestrator.GoneError, so clients
 // handle a late answer as an embedded session's.

@@ -3,6 +3,8 @@ package daemon
 import (
 	"fmt"
 	"io/fs"
+
+	"github.com/paddockhq/paddock/errdefs"
 )
 
 // The local-access decisions: which socket directory may be used, and which peer may
@@ -75,6 +77,9 @@ func (e *DirError) Error() string {
 
 // Code is the stable code of the refusal.
 func (e *DirError) Code() string { return "socket_dir_" + e.Fault }
+
+// Class is the error's class.
+func (e *DirError) Class() errdefs.Class { return errdefs.PermissionDenied }
 
 func (e *DirError) Unwrap() error { return e.Err }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/orchestrator"
 )
 
@@ -90,46 +91,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
-// status maps an error's class to its HTTP status and code.
+// status is an error's HTTP status and code: its class's status (errdefs.HTTPStatus, the
+// one table) and its stable code.
 func status(err error) (int, string) {
-	var (
-		nf   *orchestrator.NotFoundError
-		gone *orchestrator.GoneError
-		wd   *orchestrator.WorkdirError
-		fe   *orchestrator.FSError
-		br   *badRequest
-		se   *stateError
-		c    orchestrator.Coded
-	)
-	switch {
-	case errors.As(err, &nf):
-		return http.StatusNotFound, nf.Code()
-	case errors.As(err, &gone):
-		return http.StatusGone, gone.Code()
-	case errors.As(err, &wd):
-		return http.StatusBadRequest, wd.Code()
-	case errors.As(err, &br):
-		return http.StatusBadRequest, br.Code()
-	case errors.As(err, &se):
-		return http.StatusConflict, se.Code()
-	case errors.As(err, &fe):
-		switch fe.Reason {
-		case orchestrator.FSNotFound:
-			return http.StatusNotFound, fe.Code()
-		case orchestrator.FSBadRequest:
-			return http.StatusBadRequest, fe.Code()
-		case orchestrator.FSFailed:
-			return http.StatusInternalServerError, fe.Code()
-		}
-		return http.StatusForbidden, fe.Code()
-	case errors.Is(err, orchestrator.ErrClosed):
-		return http.StatusConflict, "session_closed"
-	case errors.Is(err, context.DeadlineExceeded):
-		return http.StatusRequestTimeout, "timeout"
-	case errors.As(err, &c):
-		return http.StatusUnprocessableEntity, c.Code()
-	}
-	return http.StatusInternalServerError, "failed"
+	c, code := errdefs.Of(err)
+	return errdefs.HTTPStatus(c), code
 }
 
 func writeErr(w http.ResponseWriter, err error) {

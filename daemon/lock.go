@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddockhq/paddock/errdefs"
 )
 
 // LockName is the file in the state directory a daemon holds locked for its lifetime: one
@@ -32,6 +34,9 @@ func (e *LockedError) Error() string {
 
 // Code is the stable code of the error.
 func (e *LockedError) Code() string { return "state_locked" }
+
+// Class is the error's class.
+func (e *LockedError) Class() errdefs.Class { return errdefs.Conflict }
 
 // lockState takes the state directory's lock, or says who holds it. The lock is an flock
 // on an open file: the kernel drops it when the process ends however it ends, so a killed

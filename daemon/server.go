@@ -26,6 +26,7 @@ import (
 
 	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/workspace"
@@ -1073,6 +1074,9 @@ func (e *stateError) Error() string { return fmt.Sprintf("session %s has ended",
 // Code is the stable code of the error.
 func (e *stateError) Code() string { return "session_ended" }
 
+// Class is the error's class.
+func (e *stateError) Class() errdefs.Class { return errdefs.Conflict }
+
 // bash runs a call, keeping its whole output in an artifact file while it runs: the file
 // stays when the call detached or its output was cut, and goes otherwise.
 func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (*orchestrator.Result, string, error) {
@@ -1192,8 +1196,9 @@ func BadRequest(msg string) error { return &badRequest{msg: msg} }
 // badRequest is a request the API cannot read.
 type badRequest struct{ msg string }
 
-func (e *badRequest) Error() string { return e.msg }
-func (e *badRequest) Code() string  { return "bad_request" }
+func (e *badRequest) Error() string        { return e.msg }
+func (e *badRequest) Code() string         { return "bad_request" }
+func (e *badRequest) Class() errdefs.Class { return errdefs.InvalidArgument }
 
 // Log returns the server's logger.
 func (s *Server) Log() *slog.Logger { return s.log }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/place"
 )
 
@@ -24,7 +25,7 @@ import (
 const KernelName = "paddock-kernel"
 
 // ErrNoKernel is returned when no kernel can be found or built; its message says what to do.
-var ErrNoKernel = errors.New("no kernel binary")
+var ErrNoKernel error = errdefs.New(errdefs.Unavailable, "no_kernel", "no kernel binary")
 
 // NoKernelError says where Paddock looked for a kernel and how to provide one.
 type NoKernelError struct {
@@ -47,6 +48,9 @@ func (e *NoKernelError) Is(target error) bool { return target == ErrNoKernel }
 
 // Code is the stable code of the error.
 func (e *NoKernelError) Code() string { return "no_kernel" }
+
+// Class is the error's class.
+func (e *NoKernelError) Class() errdefs.Class { return errdefs.Unavailable }
 
 // Kernels finds kernel binaries. The zero value looks in the usual places.
 type Kernels struct {

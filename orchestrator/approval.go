@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/policy"
 )
 
@@ -84,6 +85,9 @@ func (e *GoneError) Error() string { return fmt.Sprintf("question %s is settled 
 
 // Code is the stable code of the error.
 func (e *GoneError) Code() string { return "shell_approval_gone" }
+
+// Class is the error's class.
+func (e *GoneError) Class() errdefs.Class { return errdefs.Gone }
 
 // clients holds a session's attached clients and the questions shown to them.
 type clients struct {

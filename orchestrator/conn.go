@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/wire"
 )
@@ -35,6 +36,9 @@ func (e *StalledError) Error() string {
 
 // Code is the error's stable code.
 func (e *StalledError) Code() string { return "kernel_stalled" }
+
+// Class is the error's class.
+func (e *StalledError) Class() errdefs.Class { return errdefs.Refused }
 
 // writeWait bounds how long one piece of a write to a kernel may take (see stallWriter). A
 // healthy kernel reads its input at all times; a variable so tests can shorten it.

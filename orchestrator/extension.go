@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/policy"
 )
 
@@ -31,6 +32,9 @@ func (e *HandlerError) Error() string {
 
 // Code is the stable code of the error.
 func (e *HandlerError) Code() string { return "handler_builtin" }
+
+// Class is the error's class.
+func (e *HandlerError) Class() errdefs.Class { return errdefs.Refused }
 
 // builtinTypes are the host request types every session serves itself (hostHandlers).
 var builtinTypes = []string{TypeFSRead, TypeFSWrite, TypeSpawn, TypeCollect}

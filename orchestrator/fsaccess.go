@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/policy"
 	"github.com/paddockhq/paddock/transport/pathmap"
 )
@@ -88,6 +89,20 @@ func (e *FSError) Error() string {
 
 // Code is the stable code of the refusal.
 func (e *FSError) Code() string { return e.Reason }
+
+// Class is the error's class: a path not there, a request that cannot be read, the host's
+// own failure, else the policy's refusal.
+func (e *FSError) Class() errdefs.Class {
+	switch e.Reason {
+	case FSNotFound:
+		return errdefs.NotFound
+	case FSBadRequest:
+		return errdefs.InvalidArgument
+	case FSFailed:
+		return errdefs.Internal
+	}
+	return errdefs.PermissionDenied
+}
 
 // Is makes errors.Is(err, &FSError{Reason: r}) match any FSError with reason r.
 func (e *FSError) Is(target error) bool {

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/transport/wire"
 )
 
@@ -36,6 +37,9 @@ type requestError struct{ code, msg string }
 
 func (e *requestError) Error() string { return e.msg }
 func (e *requestError) Code() string  { return e.code }
+
+// Class is the error's class.
+func (e *requestError) Class() errdefs.Class { return errdefs.Refused }
 
 // Handler serves one type of host request. Its result is the reply's body; an error is the
 // reply's error, with the code of a Coded error (else "failed"). The request's Body is

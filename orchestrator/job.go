@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/orchestrator/output"
 )
 
@@ -184,6 +185,9 @@ func (e *NotFoundError) Error() string { return fmt.Sprintf("no %s %s", e.What, 
 
 // Code is the stable code of the error.
 func (e *NotFoundError) Code() string { return "not_found" }
+
+// Class is the error's class.
+func (e *NotFoundError) Class() errdefs.Class { return errdefs.NotFound }
 
 // runBudgeted runs a call as a job and waits for it at most budget (budget 0: to its end):
 // a job that ends in time gives its own result; one that does not gives the result so far,

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/orchestrator/output"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/pathmap"
@@ -132,7 +133,7 @@ type Session struct {
 }
 
 // ErrClosed is the error of a request to a closed session.
-var ErrClosed = errors.New("session closed")
+var ErrClosed error = errdefs.New(errdefs.Conflict, "session_closed", "session closed")
 
 // WorkdirError is a session's working directory that cannot be used.
 type WorkdirError struct {
@@ -153,6 +154,9 @@ func (e *WorkdirError) Error() string {
 
 // Code is the stable code of the error.
 func (e *WorkdirError) Code() string { return "cwd_" + e.Reason }
+
+// Class is the error's class.
+func (e *WorkdirError) Class() errdefs.Class { return errdefs.InvalidArgument }
 
 // Open starts a session's kernel and waits until it answers.
 func Open(ctx context.Context, cfg Config) (*Session, error) {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/workspace"
 )
@@ -234,6 +235,9 @@ func (e *SpawnLimitError) Error() string {
 
 // Code is the stable code of the refusal.
 func (e *SpawnLimitError) Code() string { return "spawn_limit" }
+
+// Class is the error's class.
+func (e *SpawnLimitError) Class() errdefs.Class { return errdefs.Refused }
 
 // reserveChild holds a place for one more child the sandbox starts, or refuses it when a
 // bound is reached; release gives the place back once the child is counted (or failed).

@@ -10,6 +10,8 @@ import (
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/paddockhq/paddock/errdefs"
 )
 
 // Grammar says how a script runs.
@@ -44,6 +46,9 @@ func (e *ParseError) Unwrap() error { return e.Err }
 
 // Code is the stable code of a parse error.
 func (e *ParseError) Code() string { return "syntax" }
+
+// Class is the error's class.
+func (e *ParseError) Class() errdefs.Class { return errdefs.InvalidArgument }
 
 // Builtins run on the host within the grammar; their effects last for one call.
 var hostBuiltins = map[string]bool{"cd": true, "export": true, "exit": true, "unset": true}

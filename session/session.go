@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/config"
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/place"
 	"github.com/paddockhq/paddock/policy"
@@ -270,6 +271,9 @@ func (e *OptionError) Unwrap() error { return e.Err }
 
 // Code is the error's stable code.
 func (e *OptionError) Code() string { return "usage" }
+
+// Class is the error's class.
+func (e *OptionError) Class() errdefs.Class { return errdefs.InvalidArgument }
 
 // oneLine is an error's first line.
 func oneLine(err error) string {

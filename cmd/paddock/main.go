@@ -16,8 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/images"
-	"github.com/paddockhq/paddock/session"
+	"github.com/paddockhq/paddock/errdefs"
 )
 
 // Exit codes, documented in README.md.
@@ -139,10 +138,10 @@ type jsonErrorBody struct {
 }
 
 // classify gives an error its stable code and the exit status it stands for: the one
-// table of the CLI's exit codes (README's "Exit codes").
+// switch from an error's class to the CLI's exit codes (README's "Exit codes"). An outcome
+// the command's output told (a script's status, conflicts) keeps its own code.
 func classify(err error, sig os.Signal) (code string, status int) {
 	var ce exitCoder
-	var coded interface{ Code() string }
 	switch {
 	case sig != nil:
 		n := 2 // SIGINT
@@ -150,34 +149,26 @@ func classify(err error, sig os.Signal) (code string, status int) {
 			n = int(s)
 		}
 		return "interrupted", 128 + n
-	case errors.Is(err, images.ErrNoKernel):
-		return "no_kernel", exitNoKernel
 	case errors.As(err, &ce):
-		switch code = "failed"; {
-		case ce.ExitCode() == exitNoKernel:
-			code = "no_kernel"
-		case ce.ExitCode() == exitConflicts:
+		code = "failed"
+		if ce.ExitCode() == exitConflicts {
 			code = "conflicts"
-		case errors.As(err, &coded):
-			code = coded.Code()
+		}
+		if c, cd := errdefs.Of(err); c != errdefs.Internal || cd != "failed" {
+			code = cd
 		}
 		return code, ce.ExitCode()
-	case isUsage(err):
-		code = "usage"
-		var u *usageError
-		if errors.As(err, &u) && u.err != nil && errors.As(u.err, &coded) {
-			code = coded.Code()
-		}
-		return code, exitUsage
-	case errors.As(err, &coded):
-		switch c := coded.Code(); c {
-		case "syntax", "cwd_none", "cwd_gone", "cwd_not_dir":
-			return c, exitUsage // the script or the workspace the command line names is wrong
-		default:
-			return c, exitError
-		}
+	case strings.HasPrefix(err.Error(), "unknown command"): // cobra's own
+		return "usage", exitUsage
 	}
-	return "failed", exitError
+	class, code := errdefs.Of(err)
+	switch class {
+	case errdefs.InvalidArgument: // the command line, a setting, the script or the workspace it names
+		return code, exitUsage
+	case errdefs.Unavailable: // no kernel binary for the sandbox
+		return code, exitNoKernel
+	}
+	return code, exitError
 }
 
 // usageError is a command line (or a setting) that cannot be carried out as written.
@@ -189,10 +180,17 @@ type usageError struct {
 func (e *usageError) Error() string { return e.msg }
 func (e *usageError) Unwrap() error { return e.err }
 
-func isUsage(err error) bool {
-	var u *usageError
-	var o *session.OptionError
-	return errors.As(err, &u) || errors.As(err, &o) || strings.HasPrefix(err.Error(), "unknown command")
+// Class is the error's class: the caller's to fix.
+func (e *usageError) Class() errdefs.Class { return errdefs.InvalidArgument }
+
+// Code is its cause's code when the cause has one (a settings file that does not parse),
+// else usage.
+func (e *usageError) Code() string {
+	var c errdefs.Classed
+	if e.err != nil && errors.As(e.err, &c) {
+		return c.Code()
+	}
+	return "usage"
 }
 
 // usageArgs wraps a cobra argument check so that its error is a usage error.

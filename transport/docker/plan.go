@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/strslice"
 
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/transport"
 )
 
@@ -87,6 +88,9 @@ func (e *OutsideError) Error() string {
 
 // Code is the stable code of the refusal.
 func (e *OutsideError) Code() string { return "outside" }
+
+// Class is the error's class.
+func (e *OutsideError) Class() errdefs.Class { return errdefs.PermissionDenied }
 
 // plan is the container to create for one kernel.
 type plan struct {

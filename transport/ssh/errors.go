@@ -3,6 +3,8 @@ package ssh
 import (
 	"errors"
 	"fmt"
+
+	"github.com/paddockhq/paddock/errdefs"
 )
 
 // The codes of an Error.
@@ -90,3 +92,6 @@ func (e *OutsideError) Error() string {
 
 // Code is the stable code of the error.
 func (e *OutsideError) Code() string { return "outside" }
+
+// Class is the error's class.
+func (e *OutsideError) Class() errdefs.Class { return errdefs.PermissionDenied }

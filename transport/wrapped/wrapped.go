@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/environ"
 	"github.com/paddockhq/paddock/transport/local"
@@ -86,3 +87,6 @@ func (e *OutsideError) Error() string {
 
 // Code is the stable code of the refusal.
 func (e *OutsideError) Code() string { return "outside" }
+
+// Class is the error's class.
+func (e *OutsideError) Class() errdefs.Class { return errdefs.PermissionDenied }
