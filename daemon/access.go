@@ -64,7 +64,7 @@ func (e *DirError) Error() string {
 		fix = fmt.Sprintf("remove it (rm %s) or choose another socket path", e.Dir)
 	case FaultOwner:
 		what = fmt.Sprintf("is owned by uid %d, not by the daemon's uid %d", e.Facts.UID, e.UID)
-		fix = fmt.Sprintf("remove it and let paddock make it, or choose a directory of your own (paddock serve --socket DIR/paddock.sock)")
+		fix = "remove it and let paddock make it, or choose a directory of your own (paddock serve --socket DIR/paddock.sock)"
 	case FaultMode:
 		what = fmt.Sprintf("has mode %04o: group or others may write it", e.Facts.Mode)
 		fix = fmt.Sprintf("chmod 700 %s", e.Dir)

@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 
+	cerrdefs "github.com/containerd/errdefs"
+
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
@@ -50,7 +52,7 @@ func Host(ctx context.Context, e Engine, ref string, labels map[string]string) (
 	}
 	if _, err := e.ImageInspect(ctx, ref); err == nil {
 		return ref, nil
-	} else if !client.IsErrNotFound(err) {
+	} else if !cerrdefs.IsNotFound(err) {
 		return "", fmt.Errorf("images: inspect %s: %w", ref, err)
 	}
 	var empty bytes.Buffer
@@ -178,7 +180,7 @@ func Load(ctx context.Context, e Engine, archive io.Reader) ([]string, error) {
 // Remove removes an image Paddock made.
 func Remove(ctx context.Context, e Engine, ref string) error {
 	_, err := e.ImageRemove(ctx, ref, image.RemoveOptions{Force: true, PruneChildren: true})
-	if err != nil && !client.IsErrNotFound(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("images: remove %s: %w", ref, err)
 	}
 	return nil

@@ -146,7 +146,7 @@ func (k *Kernels) build(ctx context.Context, arch string) (string, error) {
 		src = sourceRoot()
 	}
 	if src == "" {
-		return "", errors.New("Paddock's source tree is not on this machine")
+		return "", errors.New("the source tree of Paddock is not on this machine")
 	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	cerrdefs "github.com/containerd/errdefs"
+
 	"github.com/docker/docker/client"
 
 	"github.com/paddockhq/paddock/images"
@@ -155,7 +157,7 @@ func TestAdversarialContainerd(t *testing.T) {
 // at the end when the test made it.
 func ensureHostImage(t *testing.T, cli *client.Client) {
 	t.Helper()
-	if _, err := cli.ImageInspect(context.Background(), images.HostRef); client.IsErrNotFound(err) {
+	if _, err := cli.ImageInspect(context.Background(), images.HostRef); cerrdefs.IsNotFound(err) {
 		if _, err := images.Host(context.Background(), cli, images.HostRef, nil); err != nil {
 			t.Fatal(err)
 		}

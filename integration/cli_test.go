@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
+
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
@@ -79,7 +81,7 @@ func TestRunDefaultTransport(t *testing.T) {
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("alpha\n"), 0o644)
 	// paddock run makes the host image when the engine lacks it; the test removes what it made.
-	if _, err := cli.ImageInspect(context.Background(), images.HostRef); client.IsErrNotFound(err) {
+	if _, err := cli.ImageInspect(context.Background(), images.HostRef); cerrdefs.IsNotFound(err) {
 		t.Cleanup(func() { images.Remove(context.Background(), cli, images.HostRef) })
 	}
 

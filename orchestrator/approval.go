@@ -91,13 +91,12 @@ func (e *GoneError) Class() errdefs.Class { return errdefs.Gone }
 
 // clients holds a session's attached clients and the questions shown to them.
 type clients struct {
-	mu        sync.Mutex
-	attached  map[string]Client    // guarded by mu
-	open      map[string]*question // guarded by mu: questions shown to this session's clients
-	changed   chan struct{}        // guarded by mu: closed and replaced when a client leaves
-	joined    chan struct{}        // guarded by mu: closed and replaced when a client attaches
-	nextID    int                  // guarded by mu
-	sessionID string
+	mu       sync.Mutex
+	attached map[string]Client    // guarded by mu
+	open     map[string]*question // guarded by mu: questions shown to this session's clients
+	changed  chan struct{}        // guarded by mu: closed and replaced when a client leaves
+	joined   chan struct{}        // guarded by mu: closed and replaced when a client attaches
+	nextID   int                  // guarded by mu
 }
 
 // question is one open question at a session.

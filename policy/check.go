@@ -400,7 +400,7 @@ func (sh *shell) execRedirect(cfg *expand.Config, rd *syntax.Redirect) Effects {
 	switch rd.Op {
 	case syntax.RdrIn:
 		return judge("<")
-	case syntax.RdrOut, syntax.AppOut, syntax.ClbOut, syntax.RdrAll, syntax.AppAll:
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll:
 		return judge(">")
 	case syntax.RdrInOut:
 		return judge("<") | judge(">")

@@ -658,9 +658,6 @@ func xxdRule(u *use, args []string) {
 		}
 		names, takes := long[w[1]]
 		if !takes {
-			if w[1] == 'c' && strings.HasPrefix(w[2:], "apitalize") {
-				continue
-			}
 			continue // a flag (an unknown one makes xxd print its usage: it reads nothing)
 		}
 		attached := len(w) > 2

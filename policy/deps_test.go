@@ -1,9 +1,9 @@
 package policy_test
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -12,8 +12,11 @@ import (
 // containerd, or the orchestrator that drives them (DESIGN.md, "The one architectural rule").
 func TestImportsNoTransport(t *testing.T) {
 	goBin, err := exec.LookPath("go")
+	if err != nil && os.Getenv("GOROOT") != "" {
+		goBin, err = filepath.Join(os.Getenv("GOROOT"), "bin", "go"), nil
+	}
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("no go command on PATH or in $GOROOT/bin: %v", err)
 	}
 	out, err := exec.Command(goBin, "list", "-deps", "-test", "github.com/paddockhq/paddock/policy").CombinedOutput()
 	if err != nil {

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
+
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -415,7 +417,7 @@ func RemoveSession(ctx context.Context, cli *client.Client, session string) (int
 }
 
 func notFound(err error) bool {
-	return err != nil && (client.IsErrNotFound(err) || strings.Contains(err.Error(), "is already in progress"))
+	return err != nil && (cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "is already in progress"))
 }
 
 // self returns the reaper's view of this process's machine.

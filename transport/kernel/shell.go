@@ -324,7 +324,8 @@ func (sh *shell) run(ctx context.Context, inv script.Invocation, dir string, env
 	if err == nil {
 		return 0
 	}
-	if code, ok := interp.IsExitStatus(err); ok {
+	var code interp.ExitStatus
+	if errors.As(err, &code) {
 		return int(code)
 	}
 	if ctx.Err() != nil {

@@ -403,7 +403,7 @@ func readTar(r io.Reader, fn func(listed) error) error {
 			e.mode = fs.ModeDir | fs.FileMode(h.Mode).Perm()
 		case tar.TypeSymlink:
 			e.mode, e.link = fs.ModeSymlink|0o777, h.Linkname
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg: // archive/tar reads the old regular type (TypeRegA) as this one
 			e.mode = fs.FileMode(h.Mode).Perm()
 			e.open = func() (io.ReadCloser, error) { return io.NopCloser(tr), nil }
 			sizes[rel] = h.Size

@@ -30,7 +30,6 @@ type Pool struct {
 type entry struct {
 	conns   []*pooled
 	dialing chan struct{} // non-nil while a connection is being dialled
-	dialErr error         // the last dial's error, for those who waited on it
 }
 
 type pooled struct {

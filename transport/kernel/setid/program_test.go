@@ -99,7 +99,8 @@ func TestProgramIsDecide(t *testing.T) {
 			c.Nr = nrs[r.IntN(len(nrs))]
 		}
 		for i := range c.Args {
-			c.Args[i] = bits[r.IntN(len(bits))] | bits[r.IntN(len(bits))]
+			a, b := bits[r.IntN(len(bits))], bits[r.IntN(len(bits))] // two bits, perhaps one
+			c.Args[i] = a | b
 			if r.IntN(4) == 0 {
 				c.Args[i] |= r.Uint64() &^ 0xffffffff // a high word the kernel ignores
 			}
