@@ -39,6 +39,18 @@ func (s *syncBuffer) String() string {
 // new global settings file; it returns a client.
 func serveTest(t *testing.T, settings string) *client.Client {
 	t.Helper()
+	c, err := client.New("unix://" + serveSocket(t, settings))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// serveSocket starts a daemon in this process with the given global settings, opening its
+// sessions as paddock serve does, and returns its socket.
+func serveSocket(t *testing.T, settings string) string {
+	t.Helper()
 	k, err := images.Default.Find(context.Background(), runtime.GOARCH)
 	if err != nil {
 		t.Fatal(err)
@@ -65,12 +77,7 @@ func serveTest(t *testing.T, settings string) *client.Client {
 		srv.Close()
 		<-done
 	})
-	c, err := client.New("unix://" + sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
+	return sock
 }
 
 // paddock attach shows a session's output and its questions as the terminal renders them

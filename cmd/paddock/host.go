@@ -151,9 +151,11 @@ func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script 
 	}
 	// Closing the session ends the stream after every output event.
 	closed = true
-	if _, err := c.CloseSession(ctx, s.ID); err != nil {
+	ended, err := c.CloseSession(ctx, s.ID)
+	if err != nil {
 		return err
 	}
+	showHandback(errOut, ended.Handback) // a workspace synced to a box, handed back
 	if err := <-streamed; err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
@@ -169,6 +171,9 @@ func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script 
 	}
 	if res.End.Status != 0 {
 		return outcome(res.End.Status, nil)
+	}
+	if h := ended.Handback; h != nil && h.Counts.Conflicts > 0 {
+		return outcome(exitConflicts, fmt.Errorf("the workspace came back with conflicts: %d", h.Counts.Conflicts))
 	}
 	return nil
 }

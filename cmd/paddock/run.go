@@ -29,17 +29,23 @@ func init() { commands = append(commands, newRunCmd) }
 // runKeys binds run's flags to settings keys: the session's output and shell options.
 var runKeys = session.RunKeys
 
+// showHandback says what came back of a workspace copied to a box; nothing when none was.
+func showHandback(errOut io.Writer, rep *workspace.Report) {
+	if rep == nil {
+		return
+	}
+	fmt.Fprintf(errOut, "paddock: workspace handed back: %d changes taken, %d conflicts\n", rep.Counts.Taken, rep.Counts.Conflicts)
+	for _, c := range rep.Conflicts {
+		fmt.Fprintf(errOut, "paddock: conflict: %s (%s); the box's version is in %s\n", c.Path, c.Reason, filepath.Join(rep.Dir, c.Saved))
+	}
+}
+
 // finish closes a command's session, then finishes what was prepared for it: a workspace
 // copied to a box is handed back, and what came back is shown.
 func finish(s *orchestrator.Session, p *session.Prepared, errOut io.Writer) (*workspace.Report, error) {
 	err := s.Close()
 	rep, ferr := p.Finish(context.Background())
-	if rep != nil {
-		fmt.Fprintf(errOut, "paddock: workspace handed back: %d changes taken, %d conflicts\n", rep.Counts.Taken, rep.Counts.Conflicts)
-		for _, c := range rep.Conflicts {
-			fmt.Fprintf(errOut, "paddock: conflict: %s (%s); the box's version is in %s\n", c.Path, c.Reason, filepath.Join(rep.Dir, c.Saved))
-		}
-	}
+	showHandback(errOut, rep)
 	if ferr != nil {
 		fmt.Fprintln(errOut, "paddock:", ferr)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/transport/ssh/sshtest"
 )
@@ -115,5 +116,21 @@ func TestRunOverSSHNoSFTP(t *testing.T) {
 	_, errOut, code = paddock(t, ws, "run", "--transport", "ssh", "--host", "box", "--kernel-cache", cache, "--", "true")
 	if code != 0 || strings.Contains(errOut, "sftp") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// The same run through a daemon: the hand-back is the session's close result there, said as
+// an embedded run says it, and the conflict is exit 3 as there.
+func TestRunHostedOverSSHSyncConflict(t *testing.T) {
+	_, cache := sshHome(t)
+	t.Setenv(client.HostEnv, "unix://"+serveSocket(t, ""))
+	ws := fixture(t)
+	script := "echo box > a.txt; echo local > " + filepath.Join(ws, "a.txt")
+	_, errOut, code := paddock(t, ws, "run", "--transport", "ssh", "--host", "box", "--kernel-cache", cache, "--sync", "--", script)
+	if code != exitConflicts || !strings.Contains(errOut, "handed back: 0 changes taken, 1 conflicts") || !strings.Contains(errOut, "conflict: a.txt") {
+		t.Fatalf("exit %d, stderr %q; want %d and the conflict named", code, errOut, exitConflicts)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "local\n" {
+		t.Fatalf("a.txt = %q, want the local version kept", b)
 	}
 }
