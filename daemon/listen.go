@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/paddockhq/paddock/place"
+	"github.com/paddockhq/paddock/internal/place"
 )
 
 // SocketName is the socket's name in its directory.

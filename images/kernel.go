@@ -18,7 +18,7 @@ import (
 	"sync"
 
 	"github.com/paddockhq/paddock/errdefs"
-	"github.com/paddockhq/paddock/place"
+	"github.com/paddockhq/paddock/internal/place"
 )
 
 // KernelName is the kernel binary's file name.

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/paddockhq/paddock/loopfs"
+	"github.com/paddockhq/paddock/internal/loopfs"
 )
 
 // fanoutTree makes a git work tree of n files (committed) under dir.

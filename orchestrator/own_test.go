@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/paddockhq/paddock/images"
-	"github.com/paddockhq/paddock/place"
+	"github.com/paddockhq/paddock/internal/place"
 	"github.com/paddockhq/paddock/policy"
 )
 

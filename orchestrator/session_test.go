@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/gitexec/gitexectest"
 	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/internal/gitexec/gitexectest"
 	"github.com/paddockhq/paddock/orchestrator/output"
 	"github.com/paddockhq/paddock/transport/local"
 )

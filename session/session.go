@@ -24,8 +24,8 @@ import (
 
 	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/errdefs"
+	"github.com/paddockhq/paddock/internal/place"
 	"github.com/paddockhq/paddock/orchestrator"
-	"github.com/paddockhq/paddock/place"
 	"github.com/paddockhq/paddock/policy"
 	"github.com/paddockhq/paddock/pool"
 	"github.com/paddockhq/paddock/transport"

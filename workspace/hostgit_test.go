@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/paddockhq/paddock/gitexec/gitexectest"
+	"github.com/paddockhq/paddock/internal/gitexec/gitexectest"
 )
 
 // Listing, cloning and handing back a workspace whose repository names a program for every

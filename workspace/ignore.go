@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
-	"github.com/paddockhq/paddock/gitexec"
+	"github.com/paddockhq/paddock/internal/gitexec"
 )
 
 // ignoreFacts records, for a parent in a git work tree, the ignore rules that apply to it

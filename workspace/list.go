@@ -16,7 +16,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
-	"github.com/paddockhq/paddock/gitexec"
+	"github.com/paddockhq/paddock/internal/gitexec"
 )
 
 // MaxFiles is the most files (regular files and symlinks) an isolated workspace holds.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/paddockhq/paddock/fanout"
-	"github.com/paddockhq/paddock/loopfs"
+	"github.com/paddockhq/paddock/internal/loopfs"
 )
 
 // Eight children each write their own file and all change one shared file: the eight own

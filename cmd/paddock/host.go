@@ -15,8 +15,8 @@ import (
 
 	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/internal/prompt"
 	"github.com/paddockhq/paddock/orchestrator"
-	"github.com/paddockhq/paddock/prompt"
 )
 
 // daemonHost is the daemon a command runs through: --host when it names a socket

@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/paddockhq/paddock/gitexec/gitexectest"
+	"github.com/paddockhq/paddock/internal/gitexec/gitexectest"
 )
 
 // paddock workspace list, clone and handback, and paddock fanout (its children cloned from

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/paddockhq/paddock/images"
-	"github.com/paddockhq/paddock/place"
+	"github.com/paddockhq/paddock/internal/place"
 
 	"github.com/rogpeppe/go-internal/testscript"
 

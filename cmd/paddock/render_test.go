@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/paddockhq/paddock/daemon/api"
-	"github.com/paddockhq/paddock/prompt"
+	"github.com/paddockhq/paddock/internal/prompt"
 )
 
 // What a daemon sends is printed whatever parts it lacks: a lost job with no result, an

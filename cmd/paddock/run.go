@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/paddockhq/paddock/internal/prompt"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/orchestrator/output"
-	"github.com/paddockhq/paddock/prompt"
 	"github.com/paddockhq/paddock/session"
 	"github.com/paddockhq/paddock/workspace"
 )

@@ -15,7 +15,7 @@ import (
 
 	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/daemon/api"
-	"github.com/paddockhq/paddock/place"
+	"github.com/paddockhq/paddock/internal/place"
 	"github.com/paddockhq/paddock/session"
 )
 

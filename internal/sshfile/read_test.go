@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/config"
-	"github.com/paddockhq/paddock/sshfile"
+	"github.com/paddockhq/paddock/internal/sshfile"
 	"github.com/paddockhq/paddock/transport/ssh"
 	"github.com/paddockhq/paddock/transport/ssh/sshtest"
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/creack/pty"
 
-	"github.com/paddockhq/paddock/gitexec"
-	"github.com/paddockhq/paddock/gitexec/gitexectest"
+	"github.com/paddockhq/paddock/internal/gitexec"
+	"github.com/paddockhq/paddock/internal/gitexec/gitexectest"
 )
 
 // hostCommands are the git commands the host runs on a workspace (see workspace), and

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/paddockhq/paddock/config"
-	"github.com/paddockhq/paddock/place"
+	"github.com/paddockhq/paddock/internal/place"
 )
 
 // The settings directory the policy keeps from sessions is the one the settings are read
