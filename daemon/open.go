@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/daemon/api"
@@ -14,20 +15,19 @@ import (
 // asks for, prepared by the library as the CLI prepares its own (session.PrepareRequest).
 // An option or a setting that cannot be carried out as written is a bad request.
 func OpenRequest(ctx context.Context, req api.OpenRequest) (Opened, error) {
+	var noOT time.Duration
+	if req.NoOutputTimeout != "" { // read before anything is started for the session
+		d, err := config.ParseDuration(req.NoOutputTimeout)
+		if err != nil || d < 0 {
+			return Opened{}, BadRequest(fmt.Sprintf("noOutputTimeout %q: a duration such as 10m", req.NoOutputTimeout))
+		}
+		noOT = d
+	}
 	r, err := session.PrepareRequest(ctx, req)
 	if err != nil {
 		return Opened{}, badOption(err)
 	}
-	o := Opened{Config: r.Config, Transport: r.Kind, Finish: r.Finish, Warnings: r.Warnings}
-	if req.NoOutputTimeout != "" {
-		d, err := config.ParseDuration(req.NoOutputTimeout)
-		if err != nil || d < 0 {
-			r.Finish(ctx)
-			return Opened{}, BadRequest(fmt.Sprintf("noOutputTimeout %q: a duration such as 10m", req.NoOutputTimeout))
-		}
-		o.NoOutputTimeout = d
-	}
-	return o, nil
+	return Opened{Config: r.Config, Transport: r.Kind, Finish: r.Finish, Warnings: r.Warnings, NoOutputTimeout: noOT}, nil
 }
 
 // RequestSettings answers /v1/settings when the daemon's Config names no other way: what a

@@ -14,9 +14,10 @@ import (
 	"github.com/paddockhq/paddock/daemon/api"
 )
 
-// TransportKeys are the settings keys of the transport's options, by option name: a command
-// line's flags bind them, a request sets them by the same names.
-var TransportKeys = map[string]string{
+// transportKeys are the settings keys of the transport's options, by option name: a command
+// line's flags bind them, a request sets them by the same names. What a request may set is
+// these and runKeys, no more: they are read through copies (TransportKeys, RunKeys, Keys).
+var transportKeys = map[string]string{
 	"transport":     "kernelTransport.kind",
 	"image":         "kernelTransport.docker.image",
 	"network":       "kernelTransport.docker.network",
@@ -32,8 +33,8 @@ var TransportKeys = map[string]string{
 	"sync":          "kernelTransport.ssh.sync",
 }
 
-// RunKeys are the settings keys of a session's output and shell options, by option name.
-var RunKeys = map[string]string{
+// runKeys are the settings keys of a session's output and shell options, by option name.
+var runKeys = map[string]string{
 	"max-bytes":    "output.bytes",
 	"max-lines":    "output.lines",
 	"keep":         "output.mode",
@@ -41,10 +42,16 @@ var RunKeys = map[string]string{
 	"job-timeout":  "shell.jobTimeout",
 }
 
-// Keys are every settings key a session's options set, by option name.
+// TransportKeys are the settings keys of the transport's options, by option name (a copy).
+func TransportKeys() map[string]string { return maps.Clone(transportKeys) }
+
+// RunKeys are the settings keys of the output and shell options, by option name (a copy).
+func RunKeys() map[string]string { return maps.Clone(runKeys) }
+
+// Keys are every settings key a session's options set, by option name (a copy).
 func Keys() map[string]string {
-	m := maps.Clone(TransportKeys)
-	maps.Copy(m, RunKeys)
+	m := maps.Clone(transportKeys)
+	maps.Copy(m, runKeys)
 	return m
 }
 

@@ -169,9 +169,18 @@ func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 	if n := s.KernelTransport.Docker.Pool; n > 0 {
 		if !op.Pools {
 			p.Notices = append(p.Notices, fmt.Sprintf("a pool keeps docker and containerd sandboxes; the %s transport starts its kernels as asked", kind))
-		} else if err := withPool(c, n); err != nil {
-			p.Finish(ctx)
-			return nil, err
+		} else {
+			pl, err := withPool(c, n)
+			if pl != nil {
+				// Closed first at Finish: a session that never started (or failed to open)
+				// leaves no warm sandbox behind. The root kernel's end closes it too.
+				p.close = append([]func(context.Context) (*workspace.Report, error){
+					func(context.Context) (*workspace.Report, error) { return nil, pl.Close() }}, p.close...)
+			}
+			if err != nil {
+				p.Finish(ctx)
+				return nil, err
+			}
 		}
 	}
 	return p, nil
@@ -200,22 +209,22 @@ func closeClient(r *Request) {
 // withPool puts the session's transport behind a pool of size warm sandboxes, warmed at once
 // for the session's own sandbox and scoped to it: its children claim the rest, and the pool
 // is removed when the session's kernel ends.
-func withPool(cfg *orchestrator.Config, size int) error {
+func withPool(cfg *orchestrator.Config, size int) (*pool.Pool, error) {
 	cwd, err := filepath.Abs(cfg.Workspace)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if cfg.PathMap != nil {
 		if cwd, err = cfg.PathMap.ToSandbox(cwd); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	p := pool.New(pool.Config{Transport: cfg.Transport, Size: size, Env: docker.DefaultEnv})
 	if err := p.Warm(transport.Spec{Kernel: cfg.Kernel, Cwd: cwd, PathMap: cfg.PathMap}); err != nil {
-		return err
+		return p, err
 	}
 	cfg.Transport = pool.Scope(p)
-	return nil
+	return p, nil
 }
 
 // Policy is the policy the settings give a session (its audit file aside).

@@ -6,10 +6,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 
 	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/internal/peer"
 	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/pool"
 	"github.com/paddockhq/paddock/transport/docker"
 )
 
@@ -161,4 +166,44 @@ func requireDocker(t *testing.T) {
 		return
 	}
 	cli.Close()
+}
+
+// A pooled session prepared and never opened (an open that fails later, a bad request)
+// leaves no warm sandbox behind once it is finished.
+func TestPoolGoesWithFinish(t *testing.T) {
+	requireDocker(t)
+	ctx := context.Background()
+	l := loaded(t, map[string]any{"kernelTransport.kind": "docker", "kernelTransport.docker.pool": "2"})
+	p, err := Prepare(ctx, Options{Workspace: t.TempDir(), Settings: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, ok := p.Config.Transport.(*pool.Scoped)
+	if !ok {
+		t.Fatalf("a pooled session's transport is %T", p.Config.Transport)
+	}
+	cli, err := docker.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	warm := func() int {
+		list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", pool.Label+"="+sc.Pool.ID()))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list)
+	}
+	// The pool fills in the background: wait for its first sandbox (the engine's own time).
+	for deadline := time.Now().Add(2 * time.Minute); warm() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pool started no sandbox")
+		}
+	}
+	if _, err := p.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := warm(); n != 0 {
+		t.Errorf("%d warm sandboxes left after Finish", n)
+	}
 }

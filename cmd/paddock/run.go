@@ -27,7 +27,7 @@ import (
 func init() { commands = append(commands, newRunCmd) }
 
 // runKeys binds run's flags to settings keys: the session's output and shell options.
-var runKeys = session.RunKeys
+var runKeys = session.RunKeys()
 
 // showHandback says what came back of a workspace copied to a box; nothing when none was.
 func showHandback(errOut io.Writer, rep *workspace.Report) {

@@ -26,7 +26,7 @@ type transportFlags struct {
 
 // transportKeys binds the transport flags to settings keys: the session's transport
 // options, which the flags are named for.
-var transportKeys = session.TransportKeys
+var transportKeys = session.TransportKeys()
 
 func (f *transportFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
