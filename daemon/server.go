@@ -28,6 +28,7 @@ import (
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/session"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/workspace"
 )
@@ -806,6 +807,9 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 	id := newID()
 	dir := s.sessionDir(id)
 	if err := os.Mkdir(dir, 0o700); err != nil {
+		if o.Finish != nil {
+			o.Finish(ctx)
+		}
 		return nil, err
 	}
 	cfg := o.Config
@@ -1000,7 +1004,11 @@ func (s *Server) closeSession(id string) (api.Session, error) {
 	if e.s != nil {
 		t0 := time.Now()
 		synced, err := e.close()
-		if err != nil {
+		var hbe *session.HandbackError
+		switch {
+		case errors.As(err, &hbe):
+			info.HandbackError = hbe.Error()
+		case err != nil:
 			errs = append(errs, err)
 		}
 		e.mu.Lock()

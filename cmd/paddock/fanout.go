@@ -132,7 +132,11 @@ func fanoutEmbedded(ctx context.Context, cmd *cobra.Command, workspaceDir, state
 		return nil, err
 	}
 	return fanout.Embedded(root, func() {
-		p.Finish(context.Background())
+		rep, err := p.Finish(context.Background())
+		showHandback(cmd.ErrOrStderr(), rep) // the root's workspace, synced to a box
+		if err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "paddock:", err)
+		}
 		if made {
 			// A clean child's directory went with its hand-back: what is left is the
 			// conflicted children's, each named in the report; an empty one goes.

@@ -156,6 +156,10 @@ func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script 
 		return err
 	}
 	showHandback(errOut, ended.Handback) // a workspace synced to a box, handed back
+	for _, w := range ended.Warnings {
+		fmt.Fprintln(errOut, "paddock: warning:", w)
+	}
+
 	if err := <-streamed; err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
@@ -171,6 +175,9 @@ func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script 
 	}
 	if res.End.Status != 0 {
 		return outcome(res.End.Status, nil)
+	}
+	if ended.HandbackError != "" { // the box's work is in a local copy only
+		return errors.New(ended.HandbackError)
 	}
 	if h := ended.Handback; h != nil && h.Counts.Conflicts > 0 {
 		return outcome(exitConflicts, fmt.Errorf("the workspace came back with conflicts: %d", h.Counts.Conflicts))

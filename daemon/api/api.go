@@ -124,7 +124,10 @@ type Session struct {
 	Jobs     []Job                       `json:"jobs,omitempty"`
 	Clone    *workspace.CloneReport      `json:"clone,omitempty"`
 	Handback *workspace.Report           `json:"handback,omitempty"`
-	Warnings []string                    `json:"warnings,omitempty"`
+	// HandbackError says why a workspace synced to a box could not be handed back (the box's
+	// version is kept in the local copy it names); the session closed all the same.
+	HandbackError string   `json:"handbackError,omitempty"`
+	Warnings      []string `json:"warnings,omitempty"`
 }
 
 // BashRequest runs a script.
