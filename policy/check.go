@@ -34,8 +34,9 @@ type StepVerdict struct {
 	Rule string `json:"rule,omitempty"`
 	// Step is the step as it would run (its Argv holds the whole script for an exec step).
 	Step Step `json:"-"`
-	// Fails is why the step fails before anything runs, as bash says it (a word that does
-	// not expand, an ambiguous redirect): it has no effects.
+	// Fails is why the bash tool fails the step before anything runs, as bash says it (an
+	// ambiguous redirect); its effects and verdict are still those of the step as written,
+	// in case the sandbox sees otherwise.
 	Fails string `json:"fails,omitempty"`
 }
 
@@ -91,13 +92,21 @@ func Check(ctx *Context, s *script.Script) Analysis {
 		}
 		p := planOf(n)
 		if failed {
-			v := StepVerdict{Command: sh.source(n), Step: p.step, Verdict: RunNow}
+			// The bash tool fails it before anything runs. Where the session's sandbox
+			// differs from what the host sees (a glob matching otherwise), it may run: it is
+			// judged as written, each word as far as it expands, and never more leniently.
+			lenient := *sh
+			lenient.cwd = st.Cwd
+			step := lenient.plan(n, st.Config())
+			e := StepEffects(ctx, step)
+			v := verdict(ctx, StepVerdict{Command: sh.source(n), Effects: e, Step: step}, [][]string{step.Argv})
 			if p.err != nil {
 				v.Fails = p.err.Error()
 			} else {
 				v.Fails = "another command of its pipeline does not expand"
 			}
 			a.Steps = append(a.Steps, v)
+			a.Effects |= e
 			st.Status = 1
 			continue
 		}
@@ -110,8 +119,11 @@ func Check(ctx *Context, s *script.Script) Analysis {
 		e := StepEffects(ctx, step)
 		a.Steps = append(a.Steps, verdict(ctx, StepVerdict{Command: p.shown, Effects: e, Step: step}, [][]string{step.Argv}))
 		a.Effects |= e
+		st.Status = 0 // what it exits with is not known here: as if it succeeded
 		if len(members) == 1 {
-			st.Builtin(script.Planned{Argv: step.Argv, Assigns: step.Assigns, Cwd: step.Cwd})
+			if done, status, _, _ := st.Builtin(script.Planned{Argv: step.Argv, Assigns: step.Assigns, Cwd: step.Cwd}); done {
+				st.Status = status
+			}
 		}
 	}
 	return a
@@ -332,7 +344,9 @@ func (sh *shell) isDir(dir string) (bool, error) {
 	if sh.ctx.ToHost != nil {
 		h, ok := sh.ctx.ToHost(dir)
 		if !ok {
-			return false, fs.ErrNotExist
+			// A directory only the sandbox has (under no mount): the host cannot look, and
+			// the steps after the cd are judged from there, as they would run if it is.
+			return true, nil
 		}
 		host = h
 	}

@@ -102,8 +102,8 @@ func printAnalysis(w interface{ Write([]byte) (int, error) }, a policy.Analysis)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, s := range a.Steps {
-		if s.Fails != "" { // nothing runs: the step fails as bash fails it
-			fmt.Fprintf(tw, "fails\t-\t%s\t(%s)\n", s.Command, s.Fails)
+		if s.Fails != "" { // paddock run fails it before it runs; judged as written all the same
+			fmt.Fprintf(tw, "fails\t%s\t%s\t(%s; as written it would %s)\n", orNone(s.Effects.String()), s.Command, s.Fails, s.Verdict)
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Verdict, orNone(s.Effects.String()), s.Command)
