@@ -62,3 +62,51 @@ func TestAPISyncedSessionClosesWithItsHandback(t *testing.T) {
 		}
 	}
 }
+
+// A synced workspace that cannot be handed back (its local copy is gone) is named in the
+// close answer, which still closes the session.
+func TestAPISyncedSessionHandbackFails(t *testing.T) {
+	if _, err := images.Default.Find(context.Background(), runtime.GOARCH); err != nil {
+		t.Fatal(err)
+	}
+	srv := sshtest.Start(t)
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	b, err := os.ReadFile(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(home, ".ssh", "config"), b, 0o600)
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	t.Setenv("SSH_AUTH_SOCK", "")
+
+	d := startDaemon(t, daemonOptions{open: daemon.OpenRequest})
+	ctx := context.Background()
+	ws := t.TempDir()
+	s, err := d.c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "ssh", Settings: map[string]string{
+		"kernelTransport.ssh.host": "box", "kernelTransport.ssh.kernelCache": filepath.Join(srv.Dir, "kernel-cache"),
+		"kernelTransport.ssh.sync": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.Bash(ctx, s.ID, api.BashRequest{Script: "echo two > a.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	copies, _ := filepath.Glob(filepath.Join(home, ".cache", "paddock", "sync", "*"))
+	if len(copies) != 1 {
+		t.Fatalf("local copies %v", copies)
+	}
+	os.RemoveAll(copies[0])
+	closed, err := d.c.CloseSession(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if closed.HandbackError == "" || closed.Handback != nil {
+		t.Fatalf("close answered %+v; want the hand-back's failure named", closed)
+	}
+	if _, err := d.c.Session(ctx, s.ID); err == nil {
+		t.Error("the session is still there")
+	}
+}
