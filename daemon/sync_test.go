@@ -2,11 +2,15 @@ package daemon_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/images"
@@ -107,6 +111,33 @@ func TestAPISyncedSessionHandbackFails(t *testing.T) {
 		t.Fatalf("close answered %+v; want the hand-back's failure named", closed)
 	}
 	if _, err := d.c.Session(ctx, s.ID); err == nil {
+		t.Error("the session is still there")
+	}
+}
+
+// client.Run opens a session, runs the script while following its stream, and closes it:
+// the output arrives through the stream in order, the answer and the close answer come back,
+// and the session is gone.
+func TestClientRun(t *testing.T) {
+	d := startDaemon(t, daemonOptions{})
+	ctx := context.Background()
+	ws := t.TempDir()
+	var mu sync.Mutex
+	var out strings.Builder
+	var opened string
+	ran, err := d.c.Run(ctx, client.RunOptions{Open: api.OpenRequest{Workspace: ws}, Script: "echo one; echo two >&2; echo three",
+		Opened: func(s api.Session) { opened = s.ID },
+		Output: func(fd int, data string) { mu.Lock(); fmt.Fprintf(&out, "%d:%s", fd, data); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "1:one\n2:two\n1:three\n" {
+		t.Errorf("streamed %q", got)
+	}
+	if ran.Bash.End.Status != 0 || ran.Closed.ID != opened || ran.Closed.State != api.Closed {
+		t.Errorf("ran %+v", ran)
+	}
+	if _, err := d.c.Session(ctx, opened); err == nil {
 		t.Error("the session is still there")
 	}
 }

@@ -85,86 +85,43 @@ func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script 
 		return err
 	}
 	defer c.Close()
-	s, err := c.Open(ctx, req)
-	if err != nil {
-		return err
-	}
-	for _, w := range s.Warnings {
-		fmt.Fprintln(errOut, "paddock:", w)
-	}
-	closed := false
-	defer func() {
-		if !closed {
-			c.CloseSession(context.Background(), s.ID)
-		}
-	}()
-	kind := api.StreamWatch
-	interactive := !asJSON && term.IsTerminal(int(os.Stdin.Fd()))
-	if interactive {
-		kind = api.StreamInteractive
-	}
-	sctx, cancel := context.WithCancel(ctx)
+	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st, err := c.Events(sctx, s.ID, kind)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	var t *prompt.Terminal
-	if interactive {
-		t = prompt.New(os.Stdin, errOut, func(q string, a orchestrator.Answer) error {
-			return c.Answer(ctx, s.ID, q, api.AnswerRequest{Approve: a.Approve, ForSession: a.ForSession, Client: "terminal"})
-		})
-		go t.Run(sctx)
-	}
-	streamed := make(chan error, 1)
-	go func() {
-		for {
-			e, err := st.Next()
-			if err != nil {
-				streamed <- err
-				return
+	var id string // the session's, once open; the terminal answers there
+	o := client.RunOptions{Open: req, Script: script,
+		Opened: func(s api.Session) {
+			for _, w := range s.Warnings {
+				fmt.Fprintln(errOut, "paddock:", w)
 			}
-			switch e.Kind {
-			case orchestrator.EventQuestion, orchestrator.EventSettled:
-				if t != nil {
-					t.Notify(orchestrator.Event{Kind: e.Kind, Question: e.Question, Settled: e.Settled})
-				}
-			case api.EventOutput:
-				if asJSON {
-					continue
-				}
-				w := out
-				if e.Output.FD == 2 {
-					w = errOut
-				}
-				io.WriteString(w, e.Output.Data)
-			case api.EventClosed:
-				streamed <- nil
-				return
+			if t != nil {
+				id = s.ID
+				go t.Run(tctx)
+			}
+		}}
+	if !asJSON {
+		o.Output = func(fd int, data string) {
+			if fd == 2 {
+				io.WriteString(errOut, data)
+			} else {
+				io.WriteString(out, data)
 			}
 		}
-	}()
-	res, err := c.Bash(ctx, s.ID, api.BashRequest{Script: script, Budget: "-1"})
+		if term.IsTerminal(int(os.Stdin.Fd())) {
+			t = prompt.New(os.Stdin, errOut, func(q string, a orchestrator.Answer) error {
+				return c.Answer(ctx, id, q, api.AnswerRequest{Approve: a.Approve, ForSession: a.ForSession, Client: "terminal"})
+			})
+			o.Questions = t.Notify
+		}
+	}
+	ran, err := c.Run(ctx, o)
 	if err != nil {
 		return err
 	}
-	// Closing the session ends the stream after every output event.
-	closed = true
-	ended, err := c.CloseSession(ctx, s.ID)
-	if err != nil {
-		return err
-	}
+	res, ended := ran.Bash, ran.Closed
 	showHandback(errOut, ended.Handback) // a workspace synced to a box, handed back
 	for _, w := range ended.Warnings {
 		fmt.Fprintln(errOut, "paddock: warning:", w)
-	}
-
-	if err := <-streamed; err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	if res.Result == nil {
-		return fmt.Errorf("the daemon answered with no result")
 	}
 	if asJSON {
 		if err := printJSON(out, res.Result); err != nil {
