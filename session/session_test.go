@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -205,5 +206,28 @@ func TestPoolGoesWithFinish(t *testing.T) {
 	}
 	if n := warm(); n != 0 {
 		t.Errorf("%d warm sandboxes left after Finish", n)
+	}
+}
+
+// The machine's checks: a line for each engine a provider checks, the reflink test of the
+// directory named and the kernel binary, each with a detail, and a fix when not ok.
+func TestChecks(t *testing.T) {
+	got := map[string]Check{}
+	for _, c := range Checks(context.Background(), t.TempDir()) {
+		if c.Detail == "" || (!c.OK && c.Fix == "" && c.Name != "docker") {
+			t.Errorf("check %+v: no detail, or not ok with no fix", c)
+		}
+		got[c.Name] = c
+	}
+	for _, name := range []string{"docker", "containerd", "reflink", "kernel"} {
+		if _, ok := got[name]; !ok {
+			t.Errorf("no %s check in %v", name, got)
+		}
+	}
+	if !got["kernel"].OK {
+		t.Errorf("kernel: %+v", got["kernel"])
+	}
+	if c := checkReflink(filepath.Join(t.TempDir(), "missing")); c.OK || c.Fix == "" {
+		t.Errorf("reflink in a missing directory: %+v", c)
 	}
 }
