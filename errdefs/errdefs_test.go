@@ -9,6 +9,7 @@ import (
 
 // Every class has its own status, and a client reads the class back from the status.
 func TestStatusTable(t *testing.T) {
+	t.Parallel()
 	seen := map[int]Class{}
 	for c := Internal; c <= Canceled; c++ {
 		st := HTTPStatus(c)
@@ -31,6 +32,7 @@ func TestStatusTable(t *testing.T) {
 // An error's class and code are its first classed error's, however it is wrapped; a
 // context's error is a deadline or a cancellation; anything else is internal.
 func TestOf(t *testing.T) {
+	t.Parallel()
 	nf := New(NotFound, "not_found", "no session x")
 	for _, c := range []struct {
 		err   error

@@ -8,6 +8,7 @@ import "testing"
 // secret though a link now leads into the workspace; a workspace file stays inside though a
 // link now leads to a secret).
 func TestAccessEffects(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	ctx.FS = NewMapFS(
 		"/ws/src/main.go",

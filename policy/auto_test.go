@@ -7,6 +7,7 @@ import (
 )
 
 func TestParseAutoSet(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		names []string
 		want  Effects
@@ -34,6 +35,7 @@ func TestParseAutoSet(t *testing.T) {
 
 // law: default_auto_is_grantable
 func TestDefaultAutoSet(t *testing.T) {
+	t.Parallel()
 	if got := DefaultAutoSet().Effects(); got != All&^Secret {
 		t.Fatalf("default auto set %s, want every effect but secret", got)
 	}
@@ -60,6 +62,7 @@ func randomAutoSet(r *rand.Rand) AutoSet {
 
 // law: auto_needs_every_effect, auto_never_sensitive, auto_runs_within
 func TestDecideLaws(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 20000; i++ {
 		a, e := randomAutoSet(r), randomEffects(r)

@@ -18,6 +18,7 @@ func check(t *testing.T, ctx *Context, src string) Analysis {
 }
 
 func TestCheckSteps(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	ctx.Env = append(ctx.Env, "SRC=src", "EMPTY=")
 	for _, tc := range []struct {
@@ -77,6 +78,7 @@ func TestCheckSteps(t *testing.T) {
 }
 
 func TestCheckExec(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	for _, tc := range []struct {
 		src  string
@@ -123,6 +125,7 @@ func TestCheckExec(t *testing.T) {
 }
 
 func TestCheckAsks(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	ctx.Auto, _ = ParseAutoSet([]string{"read"})
 	a := check(t, ctx, "cat src/main.go; rm -rf build; cat ~/.netrc; pwd")
@@ -153,6 +156,7 @@ func equalBools(a, b []bool) bool {
 }
 
 func TestAnalysisJSON(t *testing.T) {
+	t.Parallel()
 	a := check(t, testContext(), "pwd; cat ~/.netrc")
 	b, err := json.Marshal(a)
 	if err != nil {
@@ -170,6 +174,7 @@ func TestAnalysisJSON(t *testing.T) {
 }
 
 func TestStepString(t *testing.T) {
+	t.Parallel()
 	s := Step{
 		Assigns:   []string{"A=x y", "B="},
 		Argv:      []string{"cat", "a b", "it's"},
@@ -188,6 +193,7 @@ func TestStepString(t *testing.T) {
 // says so, still judges it as written (the sandbox may see otherwise), and goes on to the
 // steps after it from the same state; a pipeline with such a member fails whole.
 func TestCheckStepThatFails(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	a := check(t, ctx, "echo x > *; cat src/main.go")
 	if len(a.Steps) != 2 {

@@ -51,6 +51,7 @@ func testContext() *Context {
 }
 
 func TestClass(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	for _, tc := range []struct {
 		path string
@@ -117,6 +118,7 @@ func TestClass(t *testing.T) {
 }
 
 func TestClassEntriesFromEnvironment(t *testing.T) {
+	t.Parallel()
 	ctx := &Context{
 		Cwd: "/ws",
 		Env: []string{"HOME=/h", "XDG_CONFIG_HOME=/xdg", "AWS_CONFIG_FILE=/a/config",
@@ -147,6 +149,7 @@ func TestClassEntriesFromEnvironment(t *testing.T) {
 // With no PATH in the environment the shell's default search path is protected, not the
 // working directory; an empty PATH is the working directory.
 func TestClassUnsetPath(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		env  []string
 		path string
@@ -166,6 +169,7 @@ func TestClassUnsetPath(t *testing.T) {
 // A sandbox with its own paths: the classes are judged on the host path a mount maps to;
 // a path under no mount is outside, unless the sandbox is ephemeral.
 func TestPathFactsThroughMounts(t *testing.T) {
+	t.Parallel()
 	toHost := func(p string) (string, bool) {
 		if under(p, "/workspace") {
 			return "/ws" + strings.TrimPrefix(p, "/workspace"), true
@@ -280,6 +284,7 @@ func anyHeld(p string, entries []string) bool {
 
 // law: path_secret_wins, path_inside_is_safe, path_ancestor_guarded
 func TestClassLaws(t *testing.T) {
+	t.Parallel()
 	checked := map[PathClass]int{}
 	for seed := uint64(0); seed < 300; seed++ {
 		g := newTreeGen(seed)
@@ -338,6 +343,7 @@ func TestClassLaws(t *testing.T) {
 // A context does not remember what it found below a directory: a .git made by a later step
 // protects its ancestors at once.
 func TestClassSeesNewProjectDirs(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	if c := Class(ctx, "/ws/build"); c != ClassInside {
 		t.Fatalf("/ws/build: %s", c)
@@ -353,6 +359,7 @@ func TestClassSeesNewProjectDirs(t *testing.T) {
 // name; a directory above one is found to hold it only by the walk of a write (protected).
 // law: secret_needs_a_secret_path, secret_path_gives_secret, path_ancestor_guarded
 func TestHoldsLaw(t *testing.T) {
+	t.Parallel()
 	checked := map[bool]int{}
 	for seed := uint64(0); seed < 300; seed++ {
 		g := newTreeGen(seed)

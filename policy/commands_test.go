@@ -3,6 +3,7 @@ package policy
 import "testing"
 
 func TestCommandOptions(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	runStepCases(t, ctx, []stepCase{
 		// curl: net; an option that writes a file adds write.
@@ -156,6 +157,7 @@ func TestCommandOptions(t *testing.T) {
 }
 
 func TestEnvironmentMakesExec(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	ctx.Env = append(ctx.Env, "RIPGREP_CONFIG_PATH=/ws/.ripgreprc", "LESSOPEN=| lesspipe %s")
 	runStepCases(t, ctx, []stepCase{

@@ -25,6 +25,7 @@ func corpusFiles(t *testing.T) []string {
 // TestCorpus judges every row of the command corpus with Check, in the fixture it
 // describes.
 func TestCorpus(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	if err := policytest.Fixture(ws); err != nil {
 		t.Fatal(err)

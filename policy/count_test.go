@@ -25,6 +25,7 @@ func (c *countFS) LinkFree(n string) error { c.calls++; return c.OSFS.LinkFree(n
 // A path with no symlink costs one call, whatever its depth; the benchmark's mix stays
 // within its budget of calls (the cost of a judgment is its system calls).
 func TestDiskCallsPerStep(t *testing.T) {
+	t.Parallel()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

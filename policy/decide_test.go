@@ -9,6 +9,7 @@ import (
 // Examples of Decide: an "always" covers only what the person saw; an allow rule never
 // takes the gateway rule's place; deny and ask rules decide on any part.
 func TestDecide(t *testing.T) {
+	t.Parallel()
 	auto, _ := ParseAutoSet([]string{"read"})
 	always := ShellRule{Action: AllowRule, Prefix: []string{"rm"}, Source: "session", Bounded: true, Within: Write}
 	trusted := ShellRule{Action: AllowRule, Prefix: []string{"touch"}, Source: "settings"}
@@ -46,6 +47,7 @@ func TestDecide(t *testing.T) {
 // gateway rule would not refuse it. A bounded rule that does not cover a step never changes
 // its verdict. A deny rule that matches a part refuses.
 func TestDecideNeedsYes(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 13))
 	words := []string{"rm", "git", "touch", "cat", "curl"}
 	second := []string{"x", "-rf", "commit", "push", ".git"}

@@ -11,6 +11,7 @@ import (
 // The policy is pure decisions: neither it nor its tests reach a transport, Docker,
 // containerd, or the orchestrator that drives them (DESIGN.md, "The one architectural rule").
 func TestImportsNoTransport(t *testing.T) {
+	t.Parallel()
 	goBin, err := exec.LookPath("go")
 	if err != nil && os.Getenv("GOROOT") != "" {
 		goBin, err = filepath.Join(os.Getenv("GOROOT"), "bin", "go"), nil

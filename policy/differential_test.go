@@ -92,6 +92,7 @@ var (
 )
 
 func TestRulesAgainstThePrograms(t *testing.T) {
+	t.Parallel()
 	strace := peer.Program(t, "strace", "strace")
 	runs := 25
 	if n, err := strconv.Atoi(os.Getenv("PADDOCK_DIFF_RUNS")); err == nil && n > 0 {

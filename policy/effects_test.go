@@ -8,6 +8,7 @@ import (
 )
 
 func TestEffectsStrings(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		e    Effects
 		want string
@@ -26,6 +27,7 @@ func TestEffectsStrings(t *testing.T) {
 
 // Any set's names are sorted, name each bit once, and read back to the same set, in JSON too.
 func TestEffectsRoundTrip(t *testing.T) {
+	t.Parallel()
 	for e := Effects(0); e <= All; e++ {
 		names := e.Strings()
 		if !slices.IsSorted(names) || len(names) != e.Len() {

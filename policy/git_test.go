@@ -8,6 +8,7 @@ import (
 )
 
 func TestGit(t *testing.T) {
+	t.Parallel()
 	runStepCases(t, testContext(), []stepCase{
 		// Read subcommands.
 		{"", "git log", "read"},
@@ -106,6 +107,7 @@ func TestGit(t *testing.T) {
 // repository's configuration can name switched off; any other runs as asked.
 // law: host_git_hardened
 func TestGitArgv(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, sub string
 		after   []string
@@ -176,6 +178,7 @@ func TestGitArgv(t *testing.T) {
 // The environment of a hardened git allows no transport, whatever a repository's
 // configuration allows.
 func TestGitEnv(t *testing.T) {
+	t.Parallel()
 	for _, want := range []string{"GIT_TERMINAL_PROMPT=0", "GIT_ALLOW_PROTOCOL=", "GIT_NO_LAZY_FETCH=1"} {
 		if !slices.Contains(GitEnv, want) {
 			t.Errorf("GitEnv %q lacks %s", GitEnv, want)
@@ -189,6 +192,7 @@ func TestGitEnv(t *testing.T) {
 // writes work-tree content, through filter drivers). Options are read as git reads them:
 // attached values, abbreviations, bundles, options after operands, "--".
 func TestGitMetadata(t *testing.T) {
+	t.Parallel()
 	runStepCases(t, testContext(), []stepCase{
 		// branch: deleting by force, renaming or copying over, resetting: protected.
 		{"", "git branch -D x", "protected,write"},
@@ -401,6 +405,7 @@ func TestGitMetadata(t *testing.T) {
 // A variable that moves where git finds a repository, its configuration or its templates
 // is protected whoever it is set for; other variables are exec, as before.
 func TestGitLocationVariables(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	for _, tc := range []struct{ src, want string }{
 		{"GIT_DIR=/tmp/x git log", "exec,protected,read"},
@@ -503,6 +508,7 @@ var gitHasSub = map[string]bool{"stash": true, "reflog": true, "notes": true, "w
 // one is never protected and runs unasked under that set.
 // law: auto_needs_every_effect
 func TestGitProtectedProperty(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	r := rand.New(rand.NewPCG(21, 22))
 	for i := 0; i < 5000; i++ {

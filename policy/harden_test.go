@@ -6,6 +6,7 @@ import (
 )
 
 func TestHarden(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		argv, want []string
 		changed    bool

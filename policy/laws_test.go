@@ -72,6 +72,7 @@ func randomStep(r *rand.Rand, names []string, paths []string) Step {
 // law: step_holds_every_part — a step has every effect of its command, of each
 // redirection and of each assignment, each judged alone.
 func TestStepHoldsEveryPart(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	r := rand.New(rand.NewPCG(11, 12))
 	names := commandNames()
@@ -100,6 +101,7 @@ func TestStepHoldsEveryPart(t *testing.T) {
 // law: secret_needs_a_secret_path — a step whose words, redirections, assignments and
 // working directory name no path that is or holds a secret has no secret.
 func TestSecretNeedsASecretPath(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	r := rand.New(rand.NewPCG(13, 14))
 	names := commandNames()
@@ -115,6 +117,7 @@ func TestSecretNeedsASecretPath(t *testing.T) {
 // a redirection's target, an assignment's value, or read as the working directory, gives
 // its step secret, whatever else the step holds.
 func TestSecretPathGivesSecret(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	r := rand.New(rand.NewPCG(15, 16))
 	for i := 0; i < 20000; i++ {
@@ -146,6 +149,7 @@ func TestSecretPathGivesSecret(t *testing.T) {
 // law: composed_needs_every_part — a script's effects hold every effect of every step, and
 // the same steps inside control flow (one exec step) hold them all too.
 func TestComposedNeedsEveryPart(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	r := rand.New(rand.NewPCG(17, 18))
 	names := commandNames()

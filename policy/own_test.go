@@ -50,6 +50,7 @@ func ownContext() *Context {
 // daemon's children's clones, next to its sessions, are none of these.
 // law: path_secret_wins, path_ancestor_guarded
 func TestOwnPlaces(t *testing.T) {
+	t.Parallel()
 	ctx := ownContext()
 	for _, tc := range []struct {
 		line string

@@ -13,6 +13,7 @@ import (
 )
 
 func TestQuote(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		argv []string
 		want string
@@ -76,6 +77,7 @@ func randomWord(r *rand.Rand) string {
 
 // law: Quote — parsing the quoted form gives back the words.
 func TestQuoteRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 20000; i++ {
 		argv := make([]string, 1+r.IntN(4))
@@ -113,6 +115,7 @@ func equalStrings(a, b []string) bool {
 // The real bash reads Quote's output back to the same words (under the C locale too, where
 // \u escapes would not decode: Quote writes bytes).
 func TestQuoteThroughBash(t *testing.T) {
+	t.Parallel()
 	_, err := exec.LookPath("bash")
 	requirePeer(t, err == nil, "bash is not installed")
 	r := rand.New(rand.NewPCG(5, 6))

@@ -11,6 +11,7 @@ import (
 )
 
 func TestReal(t *testing.T) {
+	t.Parallel()
 	m := NewMapFS(
 		"/ws/src/",
 		"/ws/docs -> src",
@@ -86,6 +87,7 @@ func prefixes(p string) []string {
 
 // law: path_real_has_no_link — and Real is a function of the tree: the same answer twice.
 func TestRealHasNoLink(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(0); seed < 300; seed++ {
 		g := newTreeGen(seed)
 		m := g.tree(40)
@@ -111,6 +113,7 @@ func TestRealHasNoLink(t *testing.T) {
 // Real over the real disk agrees with Real over the same tree in a MapFS (so the fake is
 // faithful) and, where the whole path exists and does not loop, with filepath.EvalSymlinks.
 func TestRealMatchesDisk(t *testing.T) {
+	t.Parallel()
 	compared, loops, evals := 0, 0, 0
 	for seed := uint64(0); seed < 40; seed++ {
 		g := newTreeGen(seed, "/w", "/h", "/x")
@@ -151,6 +154,7 @@ func TestRealMatchesDisk(t *testing.T) {
 // a path with no symlink, the working directory resolved once) agrees with the judgment
 // over the same tree in a MapFS, which walks component by component.
 func TestFactsMatchDisk(t *testing.T) {
+	t.Parallel()
 	compared := 0
 	for seed := uint64(0); seed < 60; seed++ {
 		g := newTreeGen(seed, "/w", "/h", "/x")
@@ -206,6 +210,7 @@ func escapes(rs *ruleSet, dir string) bool {
 // TestIsCleanAgreesWithClean: isClean is path.Clean(p) == p for absolute paths, without
 // building the clean path.
 func TestIsCleanAgreesWithClean(t *testing.T) {
+	t.Parallel()
 	parts := []string{"", "/", "//", ".", "..", "a", "b.", ".c", "...", "/./", "/../"}
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 20000; i++ {

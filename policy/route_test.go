@@ -6,6 +6,7 @@ import (
 )
 
 func TestNextRoute(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		chain []Presence
@@ -43,6 +44,7 @@ func randomChain(rng *rand.Rand) []Presence {
 
 // law: nearest_answer_wins, child_answered_by_root, unanswered_only_when_quiet, quiet_is_unanswered
 func TestRouteLaws(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 10000; i++ {
 		chain := randomChain(rng)
@@ -75,6 +77,7 @@ func TestRouteLaws(t *testing.T) {
 
 // law: gateway_refuses_protected, gateway_refuses_secret, gateway_runs_the_rest
 func TestGatewayRule(t *testing.T) {
+	t.Parallel()
 	for e := Effects(0); e <= All; e++ {
 		want := !e.Has(Protected) && !e.Has(Secret)
 		if GatewayRule(e) != want {
@@ -85,6 +88,7 @@ func TestGatewayRule(t *testing.T) {
 
 // law: auto_never_sensitive, never_auto_is_routed, auto_needs_every_effect
 func TestGateSecretNeverRunsUnasked(t *testing.T) {
+	t.Parallel()
 	for auto := Effects(0); auto <= grantable; auto++ {
 		a := AutoSet{auto}
 		for e := Effects(0); e <= All; e++ {
@@ -105,6 +109,7 @@ func TestGateSecretNeverRunsUnasked(t *testing.T) {
 }
 
 func TestMatchRules(t *testing.T) {
+	t.Parallel()
 	rules := []ShellRule{
 		{Action: AllowRule, Prefix: []string{"go", "test"}},
 		{Action: AskRule, Prefix: []string{"go"}},

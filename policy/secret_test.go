@@ -59,6 +59,7 @@ func secretContext() *Context {
 // Each credential store beyond the home list is a secret; a sibling that is none is not.
 // law: secret_path_gives_secret, secret_needs_a_secret_path
 func TestHostSecrets(t *testing.T) {
+	t.Parallel()
 	runStepCases(t, secretContext(), []stepCase{
 		{"", "cat /home/u/.pgpass", "read,secret"},
 		{"", "cat /home/u/notes.txt", "read"},
@@ -126,6 +127,7 @@ func TestHostSecrets(t *testing.T) {
 // credential store can be listed unasked; one with a store cannot.
 // law: secret_needs_a_secret_path, secret_path_gives_secret, path_ancestor_guarded
 func TestHoldsOnlyWhatExists(t *testing.T) {
+	t.Parallel()
 	bare := func() *Context {
 		return &Context{Cwd: "/ws", Home: "/home/u", Env: []string{"HOME=/home/u", "PATH=/usr/bin"},
 			Roots: []string{"/ws"}, FS: NewMapFS("/ws/src/main.go", "/home/u/notes.txt", "/home/u/.config/nvim/init.lua", "/tmp/x"),
@@ -175,6 +177,7 @@ func TestHoldsOnlyWhatExists(t *testing.T) {
 // root lies below; so is a bare repository below a root, found by its content.
 // law: path_ancestor_guarded
 func TestRelocatedGitDirs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		setup func(m *MapFS)
@@ -260,6 +263,7 @@ func TestRelocatedGitDirs(t *testing.T) {
 // A fresh container's /proc shows only its own processes: reading it there is no secret
 // read. A lasting sandbox's (an ssh box, a long-lived container) and the host's are.
 func TestProcOfAFreshSandbox(t *testing.T) {
+	t.Parallel()
 	toHost := func(p string) (string, bool) {
 		if rest, ok := strings.CutPrefix(p, "/work"); ok && (rest == "" || rest[0] == '/') {
 			return "/ws" + rest, true
@@ -284,6 +288,7 @@ func TestProcOfAFreshSandbox(t *testing.T) {
 // resolve it, not from the step's working directory.
 // law: secret_path_gives_secret
 func TestLinkTargetFromItsDirectory(t *testing.T) {
+	t.Parallel()
 	ctx := &Context{Cwd: "/home/u/ws", Home: "/home/u", Env: []string{"HOME=/home/u", "PATH=/usr/bin"},
 		Roots: []string{"/home/u/ws"}, FS: NewMapFS("/home/u/ws/sub/dir/", "/home/u/ws/src/main.go", "/home/u/.ssh/id_rsa"),
 		Auto: DefaultAutoSet()}
@@ -306,6 +311,7 @@ func TestLinkTargetFromItsDirectory(t *testing.T) {
 // there: k -> ../.ssh/id_rsa points nowhere in ws/sub, and at the key once moved into ws.
 // law: secret_path_gives_secret
 func TestMovedLinkJudgedWhereItLands(t *testing.T) {
+	t.Parallel()
 	m := NewMapFS("/home/u/ws/sub/dir/", "/home/u/ws/src/main.go", "/home/u/.ssh/id_rsa",
 		"/home/u/ws/sub/k -> ../.ssh/id_rsa", "/home/u/ws/sub/ok -> ../src/main.go", "/home/u/ws/sub/abs -> /etc/passwd")
 	ctx := &Context{Cwd: "/home/u/ws", Home: "/home/u", Env: []string{"HOME=/home/u", "PATH=/usr/bin"},
@@ -333,6 +339,7 @@ func TestMovedLinkJudgedWhereItLands(t *testing.T) {
 // was judged first. Exec on either side adds nothing: exec may do of itself what the race
 // would.
 func TestPipelineBesideANameChanger(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	cases := []struct {
 		line   string
@@ -401,6 +408,7 @@ func TestPipelineBesideANameChanger(t *testing.T) {
 // reader that does not follow, stays a read.
 // law: secret_path_gives_secret, secret_needs_a_secret_path
 func TestTreeLinkToSecret(t *testing.T) {
+	t.Parallel()
 	m := NewMapFS("/home/u/ws/src/main.go", "/home/u/.ssh/id_rsa", "/home/u/ws/sub/deep/k -> ../../../.ssh/id_rsa",
 		"/home/u/ws/sub/ok -> ../src", "/home/u/ws/dirlink -> sub", "/home/u/ws/clean/a.go", "/home/u/ws/clean/s -> ../src")
 	ctx := &Context{Cwd: "/home/u/ws", Home: "/home/u", Env: []string{"HOME=/home/u", "PATH=/usr/bin"},

@@ -11,6 +11,7 @@ import (
 )
 
 func TestSedSafe(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		script string
 		safe   bool
@@ -93,6 +94,7 @@ func TestSedSafe(t *testing.T) {
 }
 
 func TestSedArgs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		line    string
 		scripts []string
@@ -152,6 +154,7 @@ func randomSed(r *rand.Rand) string {
 // Every script SedSafe accepts is one GNU sed accepts in sandbox mode (which refuses e, r
 // and w): the checker never calls safe what sed would read as file or program access.
 func TestSedSafeAgreesWithGNUSandbox(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("sed", "--sandbox", "-n", "p").CombinedOutput()
 	requirePeer(t, err == nil, "GNU sed with --sandbox is not installed: "+string(out))
 	r := rand.New(rand.NewPCG(7, 7))

@@ -67,6 +67,7 @@ func runStepCases(t *testing.T, ctx *Context, cases []stepCase) {
 const home = "/home/u"
 
 func TestStepWords(t *testing.T) {
+	t.Parallel()
 	runStepCases(t, testContext(), []stepCase{
 		// Words that name a secret add secret; a read outside the workspace is only read.
 		{"", "pwd", ""},
@@ -136,6 +137,7 @@ func TestStepWords(t *testing.T) {
 // The working directory adds secret only to a command that reads it because it names no
 // path.
 func TestStepWorkingDirectory(t *testing.T) {
+	t.Parallel()
 	runStepCases(t, testContext(), []stepCase{
 		{home, "echo hi", ""},
 		{home, "pwd", ""},
@@ -200,6 +202,7 @@ func TestStepWorkingDirectory(t *testing.T) {
 }
 
 func TestStepAssignments(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	for _, tc := range []struct {
 		assigns []string
@@ -224,6 +227,7 @@ func TestStepAssignments(t *testing.T) {
 }
 
 func TestRedirectEffects(t *testing.T) {
+	t.Parallel()
 	ctx := testContext()
 	for _, tc := range []struct {
 		r    Redirect
@@ -267,6 +271,7 @@ func TestRedirectEffects(t *testing.T) {
 // In an ephemeral sandbox a path under no mount belongs to the sandbox: no outside. In a
 // persistent one it is outside.
 func TestStepEphemeral(t *testing.T) {
+	t.Parallel()
 	toHost := func(p string) (string, bool) {
 		if under(p, "/workspace") {
 			return "/ws" + strings.TrimPrefix(p, "/workspace"), true
@@ -301,6 +306,7 @@ func TestStepEphemeral(t *testing.T) {
 // is; words naming nothing secret add nothing.
 // law: secret_path_gives_secret, secret_needs_a_secret_path
 func TestEveryWordCounts(t *testing.T) {
+	t.Parallel()
 	runStepCases(t, testContext(), []stepCase{
 		{"", `printf %s\0 /home/u/.ssh/id_ed25519`, "secret"},
 		{"", "echo ../home/u/.ssh/id_ed25519", "secret"}, // from /ws, ../home/u/.ssh is the key

@@ -24,6 +24,7 @@ func dirs(ds ...string) func(string) (bool, error) {
 // over its variables, redirections joined to its directory, cd moving only into a directory,
 // export, unset and assignments kept; a redirection that is not one word fails the step.
 func TestStatePlansSteps(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		src   string
 		argv  []string // of the last step
@@ -93,6 +94,7 @@ func (e entry) Info() (fs.FileInfo, error) { return nil, fs.ErrInvalid }
 
 // The builtins the host runs say what bash says, with its statuses.
 func TestStateBuiltins(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		argv   []string
 		status int

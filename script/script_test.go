@@ -8,6 +8,7 @@ import (
 )
 
 func TestGrammar(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		src   string
 		want  Grammar
@@ -60,6 +61,7 @@ func TestGrammar(t *testing.T) {
 }
 
 func TestParseError(t *testing.T) {
+	t.Parallel()
 	_, err := Parse("echo 'unclosed")
 	var pe *ParseError
 	if !errors.As(err, &pe) || pe.Code() != "syntax" {
@@ -68,6 +70,7 @@ func TestParseError(t *testing.T) {
 }
 
 func TestLiteral(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		src  string
 		want string
