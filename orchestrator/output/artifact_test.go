@@ -54,6 +54,7 @@ func wantKept(out []byte, s Spill) []byte {
 // law: job_optout_keeps_all
 // law: job_cap_drops_only_excess
 func TestSpillKeepsHeadAndTail(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(15, 4))
 	for range 3000 {
 		s := Spill{Cap: int64(r.IntN(64))}
@@ -108,6 +109,7 @@ func TestSpillKeepsHeadAndTail(t *testing.T) {
 // A chunk longer than the ring writes only what survives it, and no piece crosses the end of
 // the head or of the ring.
 func TestSpillPiecesWriteOnce(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(15, 5))
 	for range 2000 {
 		s := Spill{Cap: int64(r.IntN(40) + 1)}
@@ -129,6 +131,7 @@ func TestSpillPiecesWriteOnce(t *testing.T) {
 }
 
 func TestSpillValidate(t *testing.T) {
+	t.Parallel()
 	for _, c := range []int64{0, 1, DefaultArtifactBytes} {
 		if err := (Spill{Cap: c}).Validate(); err != nil {
 			t.Errorf("cap %d: %v", c, err)

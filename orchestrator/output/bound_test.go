@@ -150,6 +150,7 @@ const trials = 3000
 
 // law: bound_window_exact
 func TestBoundWindowExact(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		text  string
@@ -204,6 +205,7 @@ func TestBoundWindowExact(t *testing.T) {
 
 // law: bound_window_exact
 func TestBoundWindowExactRandom(t *testing.T) {
+	t.Parallel()
 	r := newRand(t)
 	for range trials {
 		text, lim := randText(r, 60), randLimit(r)
@@ -226,6 +228,7 @@ func TestBoundWindowExactRandom(t *testing.T) {
 
 // law: bound_margin_exact
 func TestBoundMarginExact(t *testing.T) {
+	t.Parallel()
 	r := newRand(t)
 	for range trials {
 		text, lim := randText(r, 80), randLimit(r)
@@ -293,6 +296,7 @@ var noticeRE = regexp.MustCompile(`^\[output truncated: (\d+) bytes? and (\d+) l
 
 // law: bound_notice_exact
 func TestBoundNoticeExact(t *testing.T) {
+	t.Parallel()
 	r := newRand(t)
 	for range trials {
 		text, lim := randText(r, 60), randLimit(r)
@@ -328,6 +332,7 @@ func TestBoundNoticeExact(t *testing.T) {
 
 // law: bound_window_within
 func TestBoundWindowWithin(t *testing.T) {
+	t.Parallel()
 	r := newRand(t)
 	for range trials {
 		text, lim := randText(r, 80), randLimit(r)
@@ -347,6 +352,7 @@ func TestBoundWindowWithin(t *testing.T) {
 
 // law: bound_window_keeps_what_fits
 func TestBoundWindowKeepsWhatFits(t *testing.T) {
+	t.Parallel()
 	r := newRand(t)
 	for range trials {
 		text := randText(r, 60)
@@ -374,6 +380,7 @@ func TestBoundWindowKeepsWhatFits(t *testing.T) {
 
 // law: bound_slice_conserves
 func TestBoundSliceConserves(t *testing.T) {
+	t.Parallel()
 	r := newRand(t)
 	for range trials {
 		text, lim := randText(r, 80), randLimit(r)
@@ -397,6 +404,7 @@ func TestBoundSliceConserves(t *testing.T) {
 
 // law: bound_steps_whole
 func TestBoundStepsWhole(t *testing.T) {
+	t.Parallel()
 	r := newRand(t)
 	for range trials {
 		text, lim := randText(r, 80), randLimit(r)
@@ -415,6 +423,7 @@ func TestBoundStepsWhole(t *testing.T) {
 
 // law: bound_head_full_keeps
 func TestBoundHeadFullKeeps(t *testing.T) {
+	t.Parallel()
 	r := newRand(t)
 	sawFull := 0
 	for range trials {

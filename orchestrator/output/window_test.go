@@ -22,6 +22,7 @@ func bigOutput(t testing.TB, n int) string {
 
 // law: job_output_bounded
 func TestJobOutputBounded(t *testing.T) {
+	t.Parallel()
 	r := newRand(t)
 	for range 40 {
 		text := bigOutput(t, DefaultBytes+r.IntN(4*DefaultBytes))
@@ -45,6 +46,7 @@ func TestJobOutputBounded(t *testing.T) {
 
 // law: job_no_silent_loss
 func TestJobNoSilentLoss(t *testing.T) {
+	t.Parallel()
 	r := newRand(t)
 	for range 40 {
 		text := bigOutput(t, r.IntN(3*DefaultBytes))
@@ -65,6 +67,7 @@ func TestJobNoSilentLoss(t *testing.T) {
 
 // law: job_optout_keeps_all
 func TestJobOptoutKeepsAll(t *testing.T) {
+	t.Parallel()
 	r := newRand(t)
 	for range 40 {
 		text := bigOutput(t, r.IntN(3*DefaultBytes))
@@ -83,6 +86,7 @@ func TestJobOptoutKeepsAll(t *testing.T) {
 
 // law: job_cap_drops_only_excess
 func TestJobCapDropsOnlyExcess(t *testing.T) {
+	t.Parallel()
 	r := newRand(t)
 	for range 200 {
 		text := randText(r, 2000)
@@ -110,6 +114,7 @@ func TestJobCapDropsOnlyExcess(t *testing.T) {
 // law: job_output_bounded
 // 100 MB through a window costs the memory of the cap only and counts every byte.
 func TestWindowHundredMegabytes(t *testing.T) {
+	// Not parallel: it measures what writing allocates, which other tests would add to.
 	if testing.Short() {
 		t.Skip("writes 100 MB")
 	}
@@ -155,6 +160,7 @@ func boolInt(b bool) int64 {
 
 // A window is written from one goroutine and read from another meanwhile (run with -race).
 func TestWindowConcurrentRead(t *testing.T) {
+	t.Parallel()
 	w := NewWindow(Limit{Bytes: 1000, Lines: 10})
 	text := bigOutput(t, 200_000)
 	var wg sync.WaitGroup
@@ -192,6 +198,7 @@ func TestWindowConcurrentRead(t *testing.T) {
 }
 
 func TestLimitValidate(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		lim Limit
 		ok  bool
@@ -246,6 +253,7 @@ func BenchmarkTail100MB(b *testing.B) {
 }
 
 func TestWhole(t *testing.T) {
+	t.Parallel()
 	for text, lines := range map[string]int64{"": 0, "a": 1, "a\n": 1, "a\nb": 2, "\n\n": 2} {
 		s := Whole(text)
 		w := NewWindow(Limit{})

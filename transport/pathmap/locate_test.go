@@ -11,6 +11,7 @@ import (
 // beneath it: the deepest real mount directory holding it, agreeing with ToHost on every
 // path and every refusal.
 func TestLocateAgreesWithToHost(t *testing.T) {
+	t.Parallel()
 	r := newRand(t)
 	located := 0
 	for range 100 {
@@ -56,6 +57,7 @@ func TestLocateAgreesWithToHost(t *testing.T) {
 // A write is read-only when the mount asked is, or when the link leads into a read-only
 // mount's directory that no writable mount at that depth shares.
 func TestLocateReadOnly(t *testing.T) {
+	t.Parallel()
 	root := tempDir(t)
 	mkdirs(t, root, "w/sub", "ro", "both")
 	w := filepath.Join(root, "w")

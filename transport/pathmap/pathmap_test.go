@@ -54,6 +54,7 @@ func code(err error) string {
 }
 
 func TestNew(t *testing.T) {
+	t.Parallel()
 	bad := map[string][]Mount{
 		"no mounts":          nil,
 		"empty sandbox":      {{Sandbox: "", Host: "/h"}},
@@ -85,6 +86,7 @@ func TestNew(t *testing.T) {
 }
 
 func TestBothWays(t *testing.T) {
+	t.Parallel()
 	root := tempDir(t)
 	mkdirs(t, root, "w/a", "w/sub", "s", "d", "wshop")
 	w, s, d := filepath.Join(root, "w"), filepath.Join(root, "s"), filepath.Join(root, "d")
@@ -150,6 +152,7 @@ func TestBothWays(t *testing.T) {
 
 // law: path_rejects_escape
 func TestSymlinks(t *testing.T) {
+	t.Parallel()
 	root := tempDir(t)
 	mkdirs(t, root, "w/a/b", "o/inner", "d/x")
 	w, o, d := filepath.Join(root, "w"), filepath.Join(root, "o"), filepath.Join(root, "d")
@@ -210,6 +213,7 @@ func TestSymlinks(t *testing.T) {
 }
 
 func TestIdentity(t *testing.T) {
+	t.Parallel()
 	root := tempDir(t)
 	mkdirs(t, root, "a")
 	symlink(t, root+"/a", root+"/l")
@@ -233,6 +237,7 @@ func TestIdentity(t *testing.T) {
 }
 
 func TestResolveErrorHidesHostPath(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() == 0 {
 		t.Skip("root reads any directory: no permission error to provoke")
 	}
@@ -251,6 +256,7 @@ func TestResolveErrorHidesHostPath(t *testing.T) {
 
 // At most MaxLinks links are followed, as Linux does: a chain of 40 resolves, of 41 is a loop.
 func TestMaxLinks(t *testing.T) {
+	t.Parallel()
 	root := tempDir(t)
 	mkdirs(t, root, "w/end")
 	w := root + "/w"

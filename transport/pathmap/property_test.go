@@ -198,6 +198,7 @@ func noLinkPrefix(p string) bool {
 // path: inside a mount it resolves to exactly that; out of every mount it is refused; and no
 // path it returns lies outside the resolved host directory of a mount.
 func TestToHostAgainstOS(t *testing.T) {
+	t.Parallel()
 	r := newRand(t)
 	compared, escapes, resolved := 0, 0, 0
 	for range 150 {
@@ -262,6 +263,7 @@ func TestToHostAgainstOS(t *testing.T) {
 // Round trip: with no symlink involved, ToSandbox(ToHost(p)) == p; and for any host path
 // ToSandbox accepts, ToHost takes it back.
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := newRand(t)
 	for range 200 {
 		root := tempDir(t)
@@ -310,6 +312,7 @@ func TestRoundTrip(t *testing.T) {
 
 // The refusal codes are stable classes for errors.Is.
 func TestRefusalIs(t *testing.T) {
+	t.Parallel()
 	m := mustNew(t, Mount{Sandbox: "/work", Host: tempDir(t)})
 	_, err := m.ToHost("/etc")
 	if !errors.Is(err, &Refusal{Code: Outside}) || errors.Is(err, &Refusal{Code: Escapes}) {

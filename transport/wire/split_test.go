@@ -26,6 +26,7 @@ func lines(t testing.TB, r *Reader) []Line {
 }
 
 func TestReaderLimits(t *testing.T) {
+	t.Parallel()
 	const max = 5000
 	at := strings.Repeat("a", max)
 	over := strings.Repeat("b", max+1)
@@ -64,6 +65,7 @@ func TestReaderLimits(t *testing.T) {
 
 // The lines a Reader returns are the caller's: reading on does not change them.
 func TestReaderLinesAreOwned(t *testing.T) {
+	t.Parallel()
 	r := NewReader(strings.NewReader("one\ntwo\n"))
 	a, _ := r.Next()
 	b, _ := r.Next()
@@ -73,6 +75,7 @@ func TestReaderLinesAreOwned(t *testing.T) {
 }
 
 func TestReadHead(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in       string
 		complete bool
@@ -103,6 +106,7 @@ func TestReadHead(t *testing.T) {
 }
 
 func TestFrameRoundTrip(t *testing.T) {
+	t.Parallel()
 	f := &Frame{Event: EventStream, ID: "9", Step: 1, FD: 2, Data: []byte{0, 1, 0xff, '\n'}}
 	b, err := Append(nil, f)
 	if err != nil {
@@ -119,6 +123,7 @@ func TestFrameRoundTrip(t *testing.T) {
 
 // Lines read in any chunking are the same lines.
 func TestReaderChunking(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 200; i++ {
 		var in []byte
@@ -176,6 +181,7 @@ func FuzzReader(f *testing.F) {
 }
 
 func TestStreamDataFastAndSlow(t *testing.T) {
+	t.Parallel()
 	data := []byte("hello\x00\xff world")
 	canonical, _ := Append(nil, &Frame{Event: EventStream, ID: "4", Step: 1, FD: 2, Data: data})
 	canonical = bytes.TrimSuffix(canonical, []byte("\n"))
@@ -211,6 +217,7 @@ func TestStreamDataFastAndSlow(t *testing.T) {
 }
 
 func TestMember(t *testing.T) {
+	t.Parallel()
 	line := []byte(`{"event":"host_request","id":"1","type":"fs.read","body":{"path":"/a"}}`)
 	h, _ := ReadHead(line, true)
 	raw, ok := Member(line, h, "body")
@@ -227,6 +234,7 @@ func TestMember(t *testing.T) {
 // A line not yet released keeps its bytes, however many lines are read and released after
 // it: blocks are recycled only once every line cut from them was released.
 func TestReleasedBlocksNeverOverwriteHeldLines(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	for round := 0; round < 50; round++ {
 		var in []byte
@@ -266,6 +274,7 @@ func TestReleasedBlocksNeverOverwriteHeldLines(t *testing.T) {
 // first in a reader: a pooled chunk; a short line after a long one may lie in the long one's
 // buffer); none over the limit.
 func TestLineBlock(t *testing.T) {
+	t.Parallel()
 	const limit = 3 << 20
 	var in []byte
 	sizes := []int{10, 100 << 10, 300 << 10, 1 << 20, limit - 1, 20, limit + 5, 20}
@@ -290,6 +299,7 @@ func TestLineBlock(t *testing.T) {
 // becomes empty (a command whose words are not known, which the host takes for one that
 // may do anything), and past MaxBeside one empty entry stands for the rest.
 func TestBoundBeside(t *testing.T) {
+	t.Parallel()
 	long := make([]string, MaxBesideWords+1)
 	big := []string{"mv", strings.Repeat("x", MaxBesideBytes)}
 	many := make([][]string, MaxBeside+5)
