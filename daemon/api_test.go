@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/orchestrator/output"
+	"github.com/paddockhq/paddock/policy"
 )
 
 // nextKind reads a stream until an event of kind arrives.
@@ -157,7 +157,7 @@ func TestAPIQuestionAnsweredFromSecondClient(t *testing.T) {
 		t.Fatalf("a secret write was not asked: %v", err)
 	case q = <-asked:
 	}
-	if !strings.Contains(q.Question.Command, "fs.write") || !slices.Contains(q.Question.Effects, "secret") {
+	if !strings.Contains(q.Question.Command, "fs.write") || !q.Question.Effects.Has(policy.Secret) {
 		t.Errorf("file access question %+v", q.Question)
 	}
 	if err := other.Answer(ctx, s.ID, q.Question.ID, api.AnswerRequest{Approve: false}); err != nil {

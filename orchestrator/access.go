@@ -31,7 +31,7 @@ func (s *Session) fsHandlers() map[string]Handler {
 
 // askAccess puts a file access to the approval route.
 func (s *Session) askAccess(ctx context.Context, op FSOp, e policy.Effects) FSAnswer {
-	q := Question{ID: newQuestionID(), Session: s.id, Step: -1, Command: policy.Quote([]string{accessCommand(op)}), Effects: e.Strings()}
+	q := Question{ID: newQuestionID(), Session: s.id, Step: -1, Command: policy.Quote([]string{accessCommand(op)}), Effects: e}
 	if s.parent != nil {
 		q.Subagent = s.name
 	}
@@ -42,7 +42,7 @@ func (s *Session) askAccess(ctx context.Context, op FSOp, e policy.Effects) FSAn
 // recordAccess keeps a file access's verdict in the session's audit, as a step's is kept.
 func (s *Session) recordAccess(r FSRecord) {
 	s.audit.record(auditRecord{Session: s.id, Subagent: s.name, Step: -1, Command: accessCommand(r.Op), Host: r.Op.Host,
-		Effects: r.Effects.Strings(), Question: r.Question, DecidedBy: r.DecidedBy, At: r.At, By: r.By,
+		Effects: r.Effects, Question: r.Question, DecidedBy: r.DecidedBy, At: r.At, By: r.By,
 		Outcome: r.Outcome, Code: r.Code})
 }
 

@@ -46,12 +46,12 @@ type Event struct {
 
 // Question is a step (or a file access) that asks.
 type Question struct {
-	ID       string   `json:"id"`
-	Session  string   `json:"session"`            // the session whose step asks
-	Subagent string   `json:"subagent,omitempty"` // the asking subagent's name, when a child asks
-	Step     int      `json:"step"`               // the step's index in its script
-	Command  string   `json:"command"`            // the step exactly as it runs, escaped
-	Effects  []string `json:"effects"`
+	ID       string         `json:"id"`
+	Session  string         `json:"session"`            // the session whose step asks
+	Subagent string         `json:"subagent,omitempty"` // the asking subagent's name, when a child asks
+	Step     int            `json:"step"`               // the step's index in its script
+	Command  string         `json:"command"`            // the step exactly as it runs, escaped
+	Effects  policy.Effects `json:"effects"`
 }
 
 // Outcomes of a question.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -360,7 +359,7 @@ func TestFileAccessAsks(t *testing.T) {
 	if err != nil || res.Steps[0].Status != 0 || !strings.Contains(res.Steps[0].Stdout.Text, "SECRET") {
 		t.Fatalf("after a yes: %v %s", err, res)
 	}
-	if qs := c.asked(); len(qs) != 1 || !slices.Contains(qs[0].Effects, "secret") || !strings.Contains(qs[0].Command, "fs.read") {
+	if qs := c.asked(); len(qs) != 1 || !qs[0].Effects.Has(policy.Secret) || !strings.Contains(qs[0].Command, "fs.read") {
 		t.Fatalf("questions %+v", qs)
 	}
 }

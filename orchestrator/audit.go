@@ -7,20 +7,22 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/paddockhq/paddock/policy"
 )
 
 // auditRecord is one verdict, as logged and kept in the audit file: a step's, or a file
 // access's (Step -1, Command "fs.read <path>" or "fs.write <path>"). Every verdict is one
 // record: run or refused, by whoever gave it.
 type auditRecord struct {
-	Time     time.Time `json:"time"`
-	Session  string    `json:"session"`
-	Subagent string    `json:"subagent,omitempty"`
-	Step     int       `json:"step"`
-	Command  string    `json:"command"`
-	Host     string    `json:"host,omitempty"` // a file access: the host path opened
-	Effects  []string  `json:"effects"`
-	Question string    `json:"question,omitempty"`
+	Time     time.Time      `json:"time"`
+	Session  string         `json:"session"`
+	Subagent string         `json:"subagent,omitempty"`
+	Step     int            `json:"step"`
+	Command  string         `json:"command"`
+	Host     string         `json:"host,omitempty"` // a file access: the host path opened
+	Effects  policy.Effects `json:"effects"`
+	Question string         `json:"question,omitempty"`
 	// DecidedBy: auto, rule, approved/denied (a client), gateway, unanswered, cancelled,
 	// gatekeeper (Config.Gatekeeper); for a file access also guard, path_map and host.
 	DecidedBy string `json:"decided_by"`

@@ -44,9 +44,9 @@ type Redirect = policy.Redirect
 // Verdict is a gatekeeper's answer for one step.
 type Verdict struct {
 	Run     bool
-	Code    string   // when refused: denied, unanswered, gateway_refused, …
-	Message string   // when refused: why, for the agent
-	Effects []string // the step's effects, as the policy gave them
+	Code    string         // when refused: denied, unanswered, gateway_refused, …
+	Message string         // when refused: why, for the agent
+	Effects policy.Effects // the step's effects, as the policy gave them
 }
 
 // Gatekeeper decides whether a step runs. It may wait for a person's answer.
@@ -250,7 +250,7 @@ func (r *runner) pipeline(ctx context.Context, parts []*syntax.Stmt) (stop bool,
 		}
 	}
 	// Every step of the pipeline is decided, in order, before any of them runs.
-	effects := make([][]string, len(steps))
+	effects := make([]policy.Effects, len(steps))
 	for i, step := range steps {
 		v := r.decide(ctx, step)
 		if !v.Run {
@@ -294,7 +294,7 @@ func (r *runner) refuse(step Step, v Verdict) {
 func (r *runner) shell(ctx context.Context) (stop bool, err error) {
 	r.at(0)
 	step := Step{Argv: []string{r.sc.Source}, Cwd: r.sh.Cwd, Shell: true, Script: r.sc, Command: r.sc.Source}
-	if err := r.exec(ctx, []Step{step}, [][]string{nil}); err != nil {
+	if err := r.exec(ctx, []Step{step}, []policy.Effects{0}); err != nil {
 		return false, err
 	}
 	return r.refused(), nil
@@ -329,7 +329,7 @@ func showStep(step Step) string {
 
 // builtin runs cd, export, unset, exit and bare assignments on the host
 // (script.State.Builtin). done is false for any other command.
-func (r *runner) builtin(step Step, effects []string) (done, stop bool) {
+func (r *runner) builtin(step Step, effects policy.Effects) (done, stop bool) {
 	done, status, stderr, exit := r.sh.Builtin(script.Planned{Argv: step.Argv, Assigns: step.Assigns, Cwd: step.Cwd})
 	if !done {
 		return false, false
@@ -362,7 +362,7 @@ func (r *runner) isDir(p string) (bool, error) {
 }
 
 // exec runs a pipeline in the sandbox and records each step's output and status.
-func (r *runner) exec(ctx context.Context, steps []Step, effects [][]string) error {
+func (r *runner) exec(ctx context.Context, steps []Step, effects []policy.Effects) error {
 	// The kernel opens redirections relative to the working directory, named as the script
 	// wrote them, so that its messages read as bash's do.
 	// Every exec is judged: a shell one of its commands would start (sh -c, bash FILE) is
@@ -517,7 +517,7 @@ func (r *runner) await(ctx context.Context, c *conn, id string, p *call, run *ru
 		res := run.heads[i]
 		res.Status, res.Signal = es.Code, es.Signal
 		if run.steps[i].Shell {
-			res.Effects = run.judged.Strings()
+			res.Effects = run.judged
 		}
 		res.Stdout, res.Stderr = run.outs[i][0].Snapshot(), run.outs[i][1].Snapshot()
 		done = append(done, res)

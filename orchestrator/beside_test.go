@@ -4,11 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/paddockhq/paddock/policy"
 )
 
 // fifo makes a named pipe in dir: a program that opens it waits there until the test opens
@@ -68,7 +69,7 @@ func TestBackgroundRenamingIsBeside(t *testing.T) {
 				}
 				return
 			}
-			if res.End.Kind != Refused || !strings.HasPrefix(res.End.Command, tc.refused) || !slices.Contains(res.End.Effects, "secret") {
+			if res.End.Kind != Refused || !strings.HasPrefix(res.End.Command, tc.refused) || !res.End.Effects.Has(policy.Secret) {
 				t.Fatalf("end %+v, want %q refused as secret: %s", res.End, tc.refused, res)
 			}
 		})

@@ -79,11 +79,8 @@ func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 	}
 	if g.keeper != nil {
 		v := g.keeper.Decide(ctx, step)
-		v.Effects = e.Strings()
+		v.Effects = e
 		rec := auditRecord{Session: g.s.id, Subagent: g.s.name, Step: step.Index, Command: step.Command, Effects: v.Effects, DecidedBy: "gatekeeper", Outcome: "run"}
-		if rec.Effects == nil {
-			rec.Effects = []string{} // as every record's: a list, though empty
-		}
 		if !v.Run {
 			rec.Outcome, rec.Code = "refused", v.Code
 		}
@@ -94,8 +91,8 @@ func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 	rules := append(slices.Clone(g.rules), g.sessionRules...)
 	g.mu.Unlock()
 	verdict, rule := policy.Decide(e, g.auto, rules, prefixes, g.s.firstRoute())
-	rec := auditRecord{Session: g.s.id, Subagent: g.s.name, Step: step.Index, Command: step.Command, Effects: e.Strings(), Rule: ruleText(rule)}
-	v := Verdict{Effects: e.Strings()}
+	rec := auditRecord{Session: g.s.id, Subagent: g.s.name, Step: step.Index, Command: step.Command, Effects: e, Rule: ruleText(rule)}
+	v := Verdict{Effects: e}
 	switch verdict {
 	case policy.RunNow:
 		v.Run = true
@@ -107,7 +104,7 @@ func (g *policyGate) Decide(ctx context.Context, step Step) Verdict {
 		v.Code, v.Message = "denied", "a rule denies it: "+rule.String()
 		rec.DecidedBy, rec.Outcome, rec.Code = "rule", "denied", v.Code
 	default:
-		q := Question{ID: newQuestionID(), Session: g.s.id, Step: step.Index, Command: step.Command, Effects: e.Strings()}
+		q := Question{ID: newQuestionID(), Session: g.s.id, Step: step.Index, Command: step.Command, Effects: e}
 		if g.s.parent != nil {
 			q.Subagent = g.s.name
 		}

@@ -75,13 +75,13 @@ func (s *Session) gated(typ string, f Handler) Handler {
 // decideRequest decides a host request with effects e as a step is decided: unasked within
 // the auto set, else by the approval route. Every verdict is one audit record.
 func (g *policyGate) decideRequest(ctx context.Context, what string, e policy.Effects) (bool, string) {
-	rec := auditRecord{Session: g.s.id, Subagent: g.s.name, Step: -1, Command: what, Effects: e.Strings()}
+	rec := auditRecord{Session: g.s.id, Subagent: g.s.name, Step: -1, Command: what, Effects: e}
 	if g.auto.Decide(e) == policy.Run {
 		rec.DecidedBy, rec.Outcome = "auto", "run"
 		g.s.audit.record(rec)
 		return true, ""
 	}
-	q := Question{ID: newQuestionID(), Session: g.s.id, Step: -1, Command: policy.Quote([]string{what}), Effects: e.Strings()}
+	q := Question{ID: newQuestionID(), Session: g.s.id, Step: -1, Command: policy.Quote([]string{what}), Effects: e}
 	if g.s.parent != nil {
 		q.Subagent = g.s.name
 	}

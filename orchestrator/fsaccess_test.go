@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -383,7 +382,7 @@ func TestFSThroughSessionApprovals(t *testing.T) {
 			if len(c.questions) != want {
 				t.Fatalf("questions %v, want %d", c.questions, want)
 			}
-			if want == 1 && (!strings.Contains(c.questions[0].Command, "fs.read") || !slices.Contains(c.questions[0].Effects, "secret")) {
+			if want == 1 && (!strings.Contains(c.questions[0].Command, "fs.read") || !c.questions[0].Effects.Has(policy.Secret)) {
 				t.Errorf("the question: %+v", c.questions[0])
 			}
 		})

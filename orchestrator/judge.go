@@ -43,11 +43,7 @@ func (r *runner) judge(ctx context.Context, run *running, jr judge) wire.Verdict
 	}
 	step.Command = showStep(step)
 	v := r.decide(ctx, step)
-	for _, name := range v.Effects {
-		if e, ok := policy.ParseEffect(name); ok {
-			run.judged |= e
-		}
-	}
+	run.judged |= v.Effects
 	if !v.Run {
 		r.refuse(step, v)
 		return wire.Verdict{Code: v.Code, Message: v.Message}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/paddockhq/paddock/orchestrator/output"
+	"github.com/paddockhq/paddock/policy"
 )
 
 // How a script ended.
@@ -31,7 +32,7 @@ type Result struct {
 type StepResult struct {
 	Index   int             `json:"index"`
 	Command string          `json:"command"`
-	Effects []string        `json:"effects,omitempty"`
+	Effects policy.Effects  `json:"effects,omitempty"`
 	Status  int             `json:"status"`
 	Signal  string          `json:"signal,omitempty"`
 	Stdout  output.Snapshot `json:"stdout"`
@@ -41,14 +42,14 @@ type StepResult struct {
 
 // End is how a script ended.
 type End struct {
-	Kind    string   `json:"kind"`   // finished, exited, refused
-	Status  int      `json:"status"` // the script's exit status
-	Step    int      `json:"step"`   // refused: the refused step's index
-	Command string   `json:"command,omitempty"`
-	Code    string   `json:"code,omitempty"` // refused: denied, unanswered, gateway_refused, …
-	Job     string   `json:"job,omitempty"`  // detached: the job going on
-	Message string   `json:"message,omitempty"`
-	Effects []string `json:"effects,omitempty"`
+	Kind    string         `json:"kind"`   // finished, exited, refused
+	Status  int            `json:"status"` // the script's exit status
+	Step    int            `json:"step"`   // refused: the refused step's index
+	Command string         `json:"command,omitempty"`
+	Code    string         `json:"code,omitempty"` // refused: denied, unanswered, gateway_refused, …
+	Job     string         `json:"job,omitempty"`  // detached: the job going on
+	Message string         `json:"message,omitempty"`
+	Effects policy.Effects `json:"effects,omitempty"`
 }
 
 // String renders the result as the agent reads it: each step's command, output and status,

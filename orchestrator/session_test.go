@@ -15,6 +15,7 @@ import (
 	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/internal/gitexec/gitexectest"
 	"github.com/paddockhq/paddock/orchestrator/output"
+	"github.com/paddockhq/paddock/policy"
 	"github.com/paddockhq/paddock/transport/local"
 )
 
@@ -300,7 +301,7 @@ func TestGitReadRunsHardened(t *testing.T) {
 	if err != nil || res.End.Status != 0 || !strings.Contains(res.Steps[0].Stdout.Text, "+two") {
 		t.Fatalf("%v %s", err, res)
 	}
-	if slices.Contains(res.Steps[0].Effects, "exec") {
+	if res.Steps[0].Effects.Has(policy.Exec) {
 		t.Fatalf("git show judged exec: %v", res.Steps[0].Effects)
 	}
 	if _, err := os.Stat(marker); err == nil {
@@ -344,11 +345,11 @@ func TestGitWritesRunHardened(t *testing.T) {
 			if !strings.HasPrefix(script, "git ") {
 				continue
 			}
-			if len(res.Steps) != 1 || slices.Contains(res.Steps[0].Effects, "protected") {
+			if len(res.Steps) != 1 || res.Steps[0].Effects.Has(policy.Protected) {
 				t.Errorf("%s: %s: %s", l, script, res)
 				continue
 			}
-			if slices.Contains(res.Steps[0].Effects, "exec") {
+			if res.Steps[0].Effects.Has(policy.Exec) {
 				got = slices.DeleteFunc(got, func(m string) bool { return slices.Contains(gitexectest.FilterMarks, m) })
 			}
 			if len(got) > 0 {
@@ -390,7 +391,7 @@ func TestGitStepsHardened(t *testing.T) {
 			filters := script == "git status" || script == "git diff" || script == "git blame a.txt"
 			if filters {
 				got = slices.DeleteFunc(got, func(m string) bool { return slices.Contains(gitexectest.FilterMarks, m) })
-				if len(res.Steps) != 1 || !slices.Contains(res.Steps[0].Effects, "exec") {
+				if len(res.Steps) != 1 || !res.Steps[0].Effects.Has(policy.Exec) {
 					t.Errorf("%s: %s not judged exec: %s", l, script, res)
 				}
 			}

@@ -151,7 +151,7 @@ func Render(q orchestrator.Question) string {
 	if q.Subagent != "" {
 		who = fmt.Sprintf("subagent %s", Escape(q.Subagent))
 	}
-	fmt.Fprintf(&b, "\n%s asks to run step %d [%s]:\n", who, q.Step+1, strings.Join(q.Effects, ", "))
+	fmt.Fprintf(&b, "\n%s asks to run step %d [%s]:\n", who, q.Step+1, strings.Join(q.Effects.Strings(), ", "))
 	for _, line := range strings.Split(q.Command, "\n") {
 		fmt.Fprintf(&b, "  %s\n", Escape(line))
 	}
