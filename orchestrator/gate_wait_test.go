@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -415,10 +416,11 @@ func TestGateHandlerWaitsForTheReading(t *testing.T) {
 	p.end()
 }
 
-// Requests whose handlers take from nothing to several times handOnAfter, so that the reading
-// is handed on while some are answered, on the edge of the watch: each request gets exactly
-// one reply, no two goroutines ever read at once (the race detector watches the reader), and
-// Run returns once all are answered.
+// Requests whose handlers return at once, work a random while (near handOnAfter on this
+// machine, or far from it), or wait until a later request has been read — which only a
+// reading handed on can do: each request gets exactly one reply, no two goroutines ever read
+// at once (the race detector watches the reader), and Run returns once all are answered.
+// Nothing waits on the clock: a handler waits on the gate's reading, or works.
 //
 // law: proto_one_reply_each
 func TestGateHandOnRandom(t *testing.T) {
@@ -429,16 +431,28 @@ func TestGateHandOnRandom(t *testing.T) {
 	t.Logf("PADDOCK_GATE_SEED=%d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	const n = 400
-	waits := make([]time.Duration, n)
-	for i := range waits {
-		if rng.IntN(3) > 0 {
-			waits[i] = time.Duration(rng.Int64N(int64(4 * handOnAfter)))
+	work := make([]int, n)  // spins of work before answering
+	after := make([]int, n) // the request whose reading it waits for; itself: none
+	read := make([]chan struct{}, n)
+	for i := range n {
+		read[i] = make(chan struct{})
+		after[i] = i
+		switch rng.IntN(3) {
+		case 1:
+			work[i] = rng.IntN(20000)
+		case 2:
+			after[i] = min(i+1+rng.IntN(5), n-1)
 		}
 	}
+	var reads atomic.Int64
 	handle := func(_ context.Context, req HostRequest) (any, error) {
 		i, _ := strconv.Atoi(req.ID)
-		// The handler's own work, not the test waiting: it takes about this long.
-		time.Sleep(waits[i])
+		if after[i] != i {
+			<-read[after[i]]
+		}
+		for range work[i] {
+			runtime.Gosched()
+		}
 		return nil, nil
 	}
 	var mu sync.Mutex
@@ -447,6 +461,11 @@ func TestGateHandOnRandom(t *testing.T) {
 	slots := make(chan struct{}, wire.MaxHostRequests)
 	g := &Gate{
 		Handlers: map[string]Handler{"h": handle},
+		Read: func() { // one goroutine reads at a time: the requests are read in order
+			if k := reads.Add(1) - 1; k < n {
+				close(read[k])
+			}
+		},
 		Reply: func(f *wire.Frame) error {
 			mu.Lock()
 			defer mu.Unlock()

@@ -16,6 +16,7 @@ import (
 	"github.com/paddockhq/paddock/internal/peer"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/pool"
+	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/docker"
 )
 
@@ -195,11 +196,16 @@ func TestPoolGoesWithFinish(t *testing.T) {
 		}
 		return len(list)
 	}
-	// The pool fills in the background: wait for its first sandbox (the engine's own time).
-	for deadline := time.Now().Add(2 * time.Minute); warm() == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the pool started no sandbox")
-		}
+	// The pool fills in the background: wait until it holds a warm kernel, as the session's
+	// own would have claimed it (the spec withPool warmed).
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	spec := transport.Spec{Kernel: p.Config.Kernel, Cwd: p.Config.Workspace, PathMap: p.Config.PathMap}
+	if err := sc.Pool.WaitReady(wctx, spec, 1); err != nil {
+		t.Fatalf("the pool warmed no sandbox: %v", err)
+	}
+	if warm() == 0 {
+		t.Fatal("the pool holds a warm kernel but the engine has no container of it")
 	}
 	if _, err := p.Finish(ctx); err != nil {
 		t.Fatal(err)
