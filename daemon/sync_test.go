@@ -17,36 +17,41 @@ import (
 	"github.com/paddockhq/paddock/transport/ssh/sshtest"
 )
 
-// A session on a box with a synced workspace, opened by the daemon's own opener (the
-// library's), closes with its hand-back as its close result: the changes made on the box
-// are in the workspace and counted in the answer.
-func TestAPISyncedSessionClosesWithItsHandback(t *testing.T) {
+// synced is a daemon (its own opener, the library's) with a session open on a box through
+// ssh, its workspace ws synced there; home is the user's home the box is reached from.
+type synced struct {
+	d        *testDaemon
+	s        api.Session
+	ws, home string
+}
+
+func openSynced(t *testing.T, files map[string]string) synced {
+	t.Helper()
 	if _, err := images.Default.Find(context.Background(), runtime.GOARCH); err != nil {
 		t.Fatal(err)
 	}
 	srv := sshtest.Start(t)
-	home := t.TempDir()
-	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
-	b, err := os.ReadFile(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(home, ".ssh", "config"), b, 0o600)
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
-	t.Setenv("SSH_AUTH_SOCK", "")
-
+	home := srv.Home(t)
 	d := startDaemon(t, daemonOptions{open: daemon.OpenRequest})
-	ctx := context.Background()
 	ws := t.TempDir()
-	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("one\n"), 0o644)
-	s, err := d.c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "ssh", Settings: map[string]string{
+	for name, text := range files {
+		os.WriteFile(filepath.Join(ws, name), []byte(text), 0o644)
+	}
+	s, err := d.c.Open(context.Background(), api.OpenRequest{Workspace: ws, Transport: "ssh", Settings: map[string]string{
 		"kernelTransport.ssh.host": "box", "kernelTransport.ssh.kernelCache": filepath.Join(srv.Dir, "kernel-cache"),
 		"kernelTransport.ssh.sync": "true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return synced{d: d, s: s, ws: ws, home: home}
+}
+
+// A session on a box with a synced workspace, opened by the daemon's own opener (the
+// library's), closes with its hand-back as its close result: the changes made on the box
+// are in the workspace and counted in the answer.
+func TestAPISyncedSessionClosesWithItsHandback(t *testing.T) {
+	o := openSynced(t, map[string]string{"a.txt": "one\n"})
+	d, s, ws, ctx := o.d, o.s, o.ws, context.Background()
 	if s.Transport != "ssh" {
 		t.Errorf("transport %q", s.Transport)
 	}
@@ -70,31 +75,8 @@ func TestAPISyncedSessionClosesWithItsHandback(t *testing.T) {
 // A synced workspace that cannot be handed back (its local copy is gone) is named in the
 // close answer, which still closes the session.
 func TestAPISyncedSessionHandbackFails(t *testing.T) {
-	if _, err := images.Default.Find(context.Background(), runtime.GOARCH); err != nil {
-		t.Fatal(err)
-	}
-	srv := sshtest.Start(t)
-	home := t.TempDir()
-	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
-	b, err := os.ReadFile(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(home, ".ssh", "config"), b, 0o600)
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
-	t.Setenv("SSH_AUTH_SOCK", "")
-
-	d := startDaemon(t, daemonOptions{open: daemon.OpenRequest})
-	ctx := context.Background()
-	ws := t.TempDir()
-	s, err := d.c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "ssh", Settings: map[string]string{
-		"kernelTransport.ssh.host": "box", "kernelTransport.ssh.kernelCache": filepath.Join(srv.Dir, "kernel-cache"),
-		"kernelTransport.ssh.sync": "true"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := openSynced(t, nil)
+	d, s, home, ctx := o.d, o.s, o.home, context.Background()
 	if _, err := d.c.Bash(ctx, s.ID, api.BashRequest{Script: "echo two > a.txt"}); err != nil {
 		t.Fatal(err)
 	}

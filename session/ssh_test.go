@@ -12,23 +12,14 @@ import (
 	"github.com/paddockhq/paddock/transport/ssh/sshtest"
 )
 
-// boxHome makes a home whose ~/.ssh/config reaches a fresh sshd as "box".
+// boxHome starts an sshd and makes a home whose ~/.ssh/config reaches it as "box" (sshtest.Server.Home).
 func boxHome(t *testing.T) (cache string) {
 	t.Helper()
 	if _, err := images.Default.Find(context.Background(), runtime.GOARCH); err != nil {
 		t.Fatal(err)
 	}
 	srv := sshtest.Start(t)
-	home := t.TempDir()
-	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
-	b, err := os.ReadFile(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(home, ".ssh", "config"), b, 0o600)
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
-	t.Setenv("SSH_AUTH_SOCK", "")
+	srv.Home(t)
 	return filepath.Join(srv.Dir, "kernel-cache")
 }
 

@@ -27,17 +27,7 @@ func sshHomeWith(t *testing.T, o sshtest.Options) (srv *sshtest.Server, cache st
 		t.Fatal(err)
 	}
 	srv = sshtest.StartWith(t, o)
-	home := t.TempDir()
-	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
-	b, err := os.ReadFile(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(home, ".ssh", "config"), b, 0o600)
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
-	t.Setenv("SSH_AUTH_SOCK", "")
+	srv.Home(t)
 	return srv, filepath.Join(srv.Dir, "kernel-cache")
 }
 

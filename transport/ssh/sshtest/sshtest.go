@@ -418,3 +418,26 @@ func (s *Server) Dialer() *ssh.Dialer {
 func (s *Server) SSHArgs() []string {
 	return []string{"-F", s.Config, "-o", "BatchMode=yes"}
 }
+
+// Home makes a fresh home whose ~/.ssh/config reaches the server as "box", and points
+// HOME, XDG_CONFIG_HOME and XDG_CACHE_HOME into it (no agent: SSH_AUTH_SOCK empty), so that
+// what the test runs finds the box as a user's ssh would. It returns the home.
+func (s *Server) Home(t testing.TB) string {
+	t.Helper()
+	home := t.TempDir()
+	b, err := os.ReadFile(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "config"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	t.Setenv("SSH_AUTH_SOCK", "")
+	return home
+}
