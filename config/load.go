@@ -326,14 +326,48 @@ func nest(flat map[string]any) map[string]any {
 	return out
 }
 
-// flatMap is a settings value as dotted keys, through its JSON form.
-func flatMap(s Settings) (map[string]any, error) {
+// asMap is a settings value in its JSON form.
+func asMap(s Settings) (map[string]any, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
 	}
 	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
+	err = json.Unmarshal(b, &m)
+	return m, err
+}
+
+// Values is every setting of s by its dotted key as the settings files spell it
+// (output.bytes, kernelTransport.docker.image), with its value; a list stays whole. Unlike
+// the keys viper is given (flatten: lower case, empty tables kept whole), these are what a
+// person reads.
+func Values(s Settings) (map[string]any, error) {
+	m, err := asMap(s)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			if prefix != "" {
+				k = prefix + "." + k
+			}
+			if sub, ok := v.(map[string]any); ok {
+				walk(k, sub)
+				continue
+			}
+			out[k] = v
+		}
+	}
+	walk("", m)
+	return out, nil
+}
+
+// flatMap is a settings value as dotted keys, through its JSON form.
+func flatMap(s Settings) (map[string]any, error) {
+	m, err := asMap(s)
+	if err != nil {
 		return nil, err
 	}
 	out := flatten("", m)

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/orchestrator"
@@ -284,7 +285,7 @@ func (s *Server) collect(w http.ResponseWriter, r *http.Request) {
 	}
 	var timeout time.Duration
 	if t := r.URL.Query().Get("timeout"); t != "" {
-		d, err := parseDuration(t)
+		d, err := config.ParseDuration(t)
 		if err != nil {
 			writeErr(w, &badRequest{msg: "timeout: " + err.Error()})
 			return
@@ -387,7 +388,7 @@ func (s *Server) waitJob(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	if t := r.URL.Query().Get("timeout"); t != "" {
-		d, err := parseDuration(t)
+		d, err := config.ParseDuration(t)
 		if err != nil {
 			writeErr(w, &badRequest{msg: "timeout: " + err.Error()})
 			return

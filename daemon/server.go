@@ -1093,7 +1093,7 @@ func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (*orch
 	}
 	budget := e.cfg.Budget // 0: the call blocks to its end
 	if req.Budget != "" {
-		d, err := parseDuration(req.Budget)
+		d, err := config.ParseDuration(req.Budget)
 		if err != nil {
 			return nil, "", &badRequest{msg: "budget: " + err.Error()}
 		}
@@ -1190,12 +1190,9 @@ func (s *Server) watchJob(e *entry, j *orchestrator.Job, art string) {
 	e.hub.publish(api.Event{Kind: api.EventJobEnd, Job: &api.Job{ID: j.ID(), Script: j.Script(), Done: true, Artifact: art, Result: res, Saved: res.Saved}})
 }
 
-// parseDuration reads a duration; a bare number is seconds; "-1": no limit.
-func parseDuration(v string) (time.Duration, error) { return config.ParseDuration(v) }
-
-// ParseDuration is the daemon's reading of a duration setting: "30s", "5m", a bare number of
-// seconds, "-1" for no limit.
-func ParseDuration(v string) (time.Duration, error) { return parseDuration(v) }
+// ParseDuration is the daemon's reading of a duration setting (config.ParseDuration): "30s",
+// "5m", a bare number of seconds, "-1" for no limit.
+func ParseDuration(v string) (time.Duration, error) { return config.ParseDuration(v) }
 
 // BadRequest is the error of a request that cannot be carried out as written (answered 400,
 // code bad_request): an opener's answer to a wrong setting, say.

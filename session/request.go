@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -162,7 +161,7 @@ func PrepareRequest(ctx context.Context, req api.OpenRequest) (*Requested, error
 
 // Effective is every setting of l, by key as the settings files spell it, with its source.
 func Effective(l *config.Loaded) []api.Setting {
-	vals, _ := settingValues(l.Settings)
+	vals, _ := config.Values(l.Settings)
 	out := make([]api.Setting, 0, len(vals))
 	for _, k := range slices.Sorted(maps.Keys(vals)) {
 		src := l.Sources[strings.ToLower(k)]
@@ -172,34 +171,4 @@ func Effective(l *config.Loaded) []api.Setting {
 		out = append(out, api.Setting{Key: k, Value: vals[k], Source: src})
 	}
 	return out
-}
-
-// settingValues flattens the settings into dotted keys (as the settings files spell them)
-// and their values; a list stays whole.
-func settingValues(s any) (map[string]any, error) {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	out := map[string]any{}
-	var walk func(prefix string, m map[string]any)
-	walk = func(prefix string, m map[string]any) {
-		for k, v := range m {
-			key := k
-			if prefix != "" {
-				key = prefix + "." + k
-			}
-			if sub, ok := v.(map[string]any); ok {
-				walk(key, sub)
-				continue
-			}
-			out[key] = v
-		}
-	}
-	walk("", m)
-	return out, nil
 }
