@@ -55,7 +55,7 @@ type daemonOptions struct {
 	// more sets the rest of each session's configuration (limits, an artifact cap).
 	more func(*orchestrator.Config)
 	// open, when set, opens the sessions in place of the test's local opener.
-	open func(context.Context, api.OpenRequest) (daemon.Opened, error)
+	open func(context.Context, api.OpenRequest, daemon.Where) (daemon.Opened, error)
 }
 
 func kernel(t testing.TB) string {
@@ -68,8 +68,8 @@ func kernel(t testing.TB) string {
 }
 
 // opener opens local sessions as the CLI's would, with an ask rule for touch.
-func opener(kernelPath string, limit output.Limit, more ...func(*orchestrator.Config)) func(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
-	return func(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
+func opener(kernelPath string, limit output.Limit, more ...func(*orchestrator.Config)) func(context.Context, api.OpenRequest, daemon.Where) (daemon.Opened, error) {
+	return func(ctx context.Context, req api.OpenRequest, _ daemon.Where) (daemon.Opened, error) {
 		var budget, noOT time.Duration
 		var err error
 		if req.BlockingBudget != "" {

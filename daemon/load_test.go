@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/orchestrator/output"
@@ -182,7 +183,7 @@ func BenchmarkDaemonStep(b *testing.B) {
 	}
 	b.Run("embedded", func(b *testing.B) {
 		ws := b.TempDir()
-		o, err := opener(kernel(b), output.Default())(context.Background(), api.OpenRequest{Workspace: ws})
+		o, err := opener(kernel(b), output.Default())(context.Background(), api.OpenRequest{Workspace: ws}, daemon.Where{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -12,9 +12,10 @@ import (
 )
 
 // OpenRequest is the daemon's opener when its Config names none: the session a request
-// asks for, prepared by the library as the CLI prepares its own (session.PrepareRequest).
+// asks for, prepared by the library as the CLI prepares its own (session.PrepareRequest),
+// its pool's warm kernels listening in the daemon's state so that it outlives the daemon.
 // An option or a setting that cannot be carried out as written is a bad request.
-func OpenRequest(ctx context.Context, req api.OpenRequest) (Opened, error) {
+func OpenRequest(ctx context.Context, req api.OpenRequest, at Where) (Opened, error) {
 	var noOT time.Duration
 	if req.NoOutputTimeout != "" { // read before anything is started for the session
 		d, err := config.ParseDuration(req.NoOutputTimeout)
@@ -23,7 +24,7 @@ func OpenRequest(ctx context.Context, req api.OpenRequest) (Opened, error) {
 		}
 		noOT = d
 	}
-	r, err := session.PrepareRequest(ctx, req)
+	r, err := session.PrepareRequest(ctx, req, at.ListenIn)
 	if err != nil {
 		return Opened{}, badOption(err)
 	}

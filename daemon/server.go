@@ -46,10 +46,18 @@ type Opened struct {
 	Finish func(context.Context) (*workspace.Report, error)
 }
 
+// Where is what of the daemon's state a session's opener may use.
+type Where struct {
+	// ListenIn is a private directory (0700) of the daemon's where a pooled session's warm
+	// kernels listen, so that the session outlives the daemon (session.Options.ListenIn).
+	// The daemon removes what no session it took up again listens in.
+	ListenIn string
+}
+
 // Config configures a Server.
 type Config struct {
 	// Open turns a request into a session's configuration (the settings, the transport).
-	Open func(ctx context.Context, req api.OpenRequest) (Opened, error)
+	Open func(ctx context.Context, req api.OpenRequest, at Where) (Opened, error)
 	// StateDir holds every session's files (0700 directories, 0600 files).
 	StateDir string
 	// Recover is asked about each session a previous daemon left open: it cleans up what
@@ -104,11 +112,13 @@ type entry struct {
 
 	isScripted bool // a scripted child's record
 
-	// req and key, for a session whose kernel listens (a container's), let a new daemon
+	// req and kernel, for a session whose kernel listens (a container's), let a new daemon
 	// reopen it after this one died.
 	req   *api.OpenRequest
 	spawn *api.SpawnRequest // a child's
-	key   string
+	// kernel is where the session's kernel listens (Session, Listen, Key: what Reattach
+	// takes); its Key is "" when it does not listen. Refreshed from the session at save.
+	kernel transport.Spec // guarded by mu
 	// scripted are the children the session's scripts started, kept for a new daemon (see
 	// keeper): each an entry used only for its state file.
 	scripted map[string]*entry // guarded by mu
@@ -141,9 +151,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(cfg.StateDir, "sessions"), 0o700); err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("daemon: state directory: %w", err)
+	for _, d := range []string{"sessions", listenIn} {
+		if err := os.MkdirAll(filepath.Join(cfg.StateDir, d), 0o700); err != nil {
+			lock.Close()
+			return nil, fmt.Errorf("daemon: state directory: %w", err)
+		}
 	}
 	s := &Server{cfg: cfg, log: cfg.Log, metrics: newMetrics(), start: time.Now(), sessions: map[string]*entry{}, lock: lock,
 		ready: make(chan struct{})}
@@ -238,9 +250,26 @@ type stored struct {
 	Spawn   *api.SpawnRequest `json:"spawn,omitempty"`
 	// Scripted: a child a script started (session.spawn, or a spawn with a script); it
 	// is no session of the daemon's, but its parent's to collect.
-	Scripted bool                 `json:"scripted,omitempty"`
-	Key      string               `json:"key,omitempty"`
-	Jobs     map[string]storedJob `json:"jobs,omitempty"`
+	Scripted bool   `json:"scripted,omitempty"`
+	Key      string `json:"key,omitempty"`
+	// Listen and Sandbox, when set, are where the kernel listens and its sandbox's session
+	// label, when they are not the session's own (listenDir, its id): a pool's warm kernel
+	// the session claimed.
+	Listen  string               `json:"listen,omitempty"`
+	Sandbox string               `json:"sandbox,omitempty"`
+	Jobs    map[string]storedJob `json:"jobs,omitempty"`
+}
+
+// kernel is where a stored session's kernel listens, for Reattach.
+func (st stored) kernel(dir string) transport.Spec {
+	at := transport.Spec{Session: st.Session.ID, Listen: filepath.Join(dir, listenDir), Key: st.Key}
+	if st.Listen != "" {
+		at.Listen = st.Listen
+	}
+	if st.Sandbox != "" {
+		at.Session = st.Sandbox
+	}
+	return at
 }
 
 // storedJob is where a detached job is. The steps it ended are not in the state file,
@@ -324,7 +353,19 @@ func (e *entry) save() error {
 	if e.gone {
 		return nil
 	}
-	b, err := json.MarshalIndent(stored{Session: e.info, Request: e.req, Spawn: e.spawn, Key: e.key, Jobs: e.states, Scripted: e.isScripted}, "", "  ")
+	if e.s != nil && e.kernel.Key != "" {
+		if at := e.s.Listening(); at.Key != "" {
+			e.kernel = at // a kernel that replaced one that ended listens where it started
+		}
+	}
+	st := stored{Session: e.info, Request: e.req, Spawn: e.spawn, Key: e.kernel.Key, Jobs: e.states, Scripted: e.isScripted}
+	if e.kernel.Listen != filepath.Join(e.dir, listenDir) {
+		st.Listen = e.kernel.Listen
+	}
+	if e.kernel.Session != e.info.ID {
+		st.Sandbox = e.kernel.Session
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -454,6 +495,7 @@ func (s *Server) recover() {
 		s.sessions[info.ID] = e
 		s.log.Warn("session from a previous daemon listed as ended", "session", info.ID, "reason", info.Reason)
 	}
+	s.dropListensLeft()
 }
 
 // handBackLeft hands back every clone under handbacks/ that is not held and was not handed
@@ -507,7 +549,7 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	// The session's transport is the one it ran on, whatever the settings say now.
 	req := *st.Request
 	req.Transport = st.Session.Transport
-	o, err := s.cfg.Open(ctx, req)
+	o, err := s.cfg.Open(ctx, req, s.where())
 	if err != nil {
 		return nil, err
 	}
@@ -528,8 +570,9 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	cfg.Listen, cfg.Key = filepath.Join(dir, listenDir), st.Key
 	kp := &keeper{s: s, listen: true}
 	cfg.Keeper = kp
+	cfg.Replaced = kp.replaced
 	e := &entry{cfg: cfg, hub: newHub(info.ID), dir: dir, noOT: o.NoOutputTimeout, finish: o.Finish,
-		req: st.Request, key: st.Key, artifacts: map[string]string{}, states: map[string]storedJob{}}
+		req: st.Request, kernel: st.kernel(dir), artifacts: map[string]string{}, states: map[string]storedJob{}}
 	kp.e.Store(e)
 	err = s.takeUp(ctx, e, st, func(k transport.Kernel, jobs []orchestrator.Restore) (*orchestrator.Session, error) {
 		return orchestrator.Reopen(ctx, cfg, k, jobs)
@@ -549,7 +592,7 @@ func (s *Server) reopenChild(parent *entry, dir string, st stored) (*entry, erro
 	cc := orchestrator.ChildConfig{Name: info.Name, Workspace: info.Mode, Env: st.Spawn.Env, ID: info.ID,
 		Listen: filepath.Join(dir, listenDir), Key: st.Key}
 	e := &entry{cfg: parent.cfg, hub: newHub(info.ID), dir: dir, noOT: parent.noOT,
-		spawn: st.Spawn, key: st.Key, artifacts: map[string]string{}, states: map[string]storedJob{}}
+		spawn: st.Spawn, kernel: st.kernel(dir), artifacts: map[string]string{}, states: map[string]storedJob{}}
 	err := s.takeUp(ctx, e, st, func(k transport.Kernel, jobs []orchestrator.Restore) (*orchestrator.Session, error) {
 		return parent.s.ReopenChild(ctx, cc, info.Clone, k, jobs)
 	})
@@ -567,7 +610,7 @@ func (s *Server) takeUp(ctx context.Context, e *entry, st stored, open func(tran
 	if !ok {
 		return fmt.Errorf("its transport (%s) cannot reattach", info.Transport)
 	}
-	k, err := ra.Reattach(ctx, transport.Spec{Session: info.ID, Listen: filepath.Join(e.dir, listenDir), Key: st.Key})
+	k, err := ra.Reattach(ctx, e.kernel)
 	if err != nil {
 		return err
 	}
@@ -635,7 +678,10 @@ func (e *entry) live(step, fd int, data []byte) {
 // persist keeps a detached job's state in the session's state file, for a daemon that
 // takes it up after this one died; a session whose kernel does not listen keeps none.
 func (s *Server) persist(e *entry, j *orchestrator.Job) {
-	if e.key == "" {
+	e.mu.Lock()
+	listens := e.kernel.Key != ""
+	e.mu.Unlock()
+	if !listens {
 		return
 	}
 	id := j.ID()
@@ -671,6 +717,16 @@ type keeper struct {
 	listen bool                  // the session's kernel listens; else only Collected acts
 }
 
+// replaced saves the session's state once a new kernel replaced one that ended: it may
+// listen elsewhere (a pool's warm kernel).
+func (k *keeper) replaced() {
+	if e := k.e.Load(); e != nil {
+		if err := e.save(); err != nil {
+			k.s.log.Warn("session state file", "session", e.info.ID, "error", err)
+		}
+	}
+}
+
 func (k *keeper) Prepare(cc *orchestrator.ChildConfig) error {
 	if !k.listen {
 		return nil
@@ -696,7 +752,7 @@ func (k *keeper) Started(c *orchestrator.Session, cc orchestrator.ChildConfig, s
 	parent.mu.Lock()
 	info := parent.info
 	parent.mu.Unlock()
-	rec := &entry{dir: k.s.sessionDir(c.ID()), key: cc.Key, isScripted: true,
+	rec := &entry{dir: k.s.sessionDir(c.ID()), kernel: c.Listening(), isScripted: true,
 		spawn: &api.SpawnRequest{Name: cc.Name, Workspace: cc.Workspace, Env: cc.Env, Script: script}}
 	rec.info = api.Session{ID: c.ID(), State: api.Open, Workspace: c.Workspace(), Transport: info.Transport,
 		Parent: info.ID, Name: cc.Name, Mode: mode, Created: time.Now().UTC(), Clone: c.CloneReport(),
@@ -724,7 +780,7 @@ func (k *keeper) Ended(rep orchestrator.Collected) {
 	delete(parent.scripted, rep.Child)
 	parent.mu.Unlock()
 	if rec != nil {
-		rec.forget()
+		k.s.forget(rec)
 	}
 }
 
@@ -737,11 +793,52 @@ func (s *Server) dropClean(h *workspace.Report) {
 }
 
 // forget ends a record: its file goes, and nothing is saved any more.
-func (e *entry) forget() {
+func (s *Server) forget(e *entry) {
 	e.mu.Lock()
 	e.gone = true
+	at := e.kernel
 	e.mu.Unlock()
 	os.RemoveAll(e.dir)
+	s.dropListen(at.Listen)
+}
+
+// listenIn is where pooled sessions' warm kernels listen, in the state directory (Where).
+const listenIn = "pool"
+
+func (s *Server) where() Where { return Where{ListenIn: filepath.Join(s.cfg.StateDir, listenIn)} }
+
+// dropListen removes a directory a session's kernel listened in outside the session's own
+// directory (a pool's warm kernel's), and the log beside it. Only a directory in listenIn
+// is removed, whatever a state file says.
+func (s *Server) dropListen(dir string) {
+	base := filepath.Join(s.cfg.StateDir, listenIn)
+	if filepath.Dir(dir) != base || filepath.Base(dir) == ".." {
+		return
+	}
+	os.RemoveAll(dir)
+	os.Remove(dir + ".log")
+}
+
+// dropListensLeft removes, once the sessions a previous daemon left were taken up, every
+// directory in listenIn no session's kernel listens in: the warm kernels of that daemon's
+// pools, whose sandboxes the reaper then removes (it spares a listening kernel's sandbox
+// only while its directory is there).
+func (s *Server) dropListensLeft() {
+	held := map[string]bool{}
+	for _, e := range s.sessions {
+		held[e.kernel.Listen] = true
+		for _, r := range e.scripted {
+			held[r.kernel.Listen] = true
+		}
+	}
+	base := filepath.Join(s.cfg.StateDir, listenIn)
+	names, _ := os.ReadDir(base)
+	for _, d := range names {
+		dir := filepath.Join(base, strings.TrimSuffix(d.Name(), ".log"))
+		if !held[dir] {
+			os.RemoveAll(filepath.Join(base, d.Name()))
+		}
+	}
 }
 
 // reopenScripted takes up a child a script of parent started under a previous daemon.
@@ -753,7 +850,7 @@ func (s *Server) reopenScripted(parent *entry, dir string, st stored) error {
 	if !ok || len(info.Jobs) != 1 {
 		return fmt.Errorf("a scripted child of %s cannot be taken up", parent.info.ID)
 	}
-	k, err := ra.Reattach(ctx, transport.Spec{Session: info.ID, Listen: filepath.Join(dir, listenDir), Key: st.Key})
+	k, err := ra.Reattach(ctx, st.kernel(dir))
 	if err != nil {
 		return err
 	}
@@ -779,7 +876,7 @@ func (s *Server) reopenScripted(parent *entry, dir string, st stored) error {
 		k.Kill()
 		return err
 	}
-	e := &entry{dir: dir, key: st.Key, isScripted: true, spawn: st.Spawn, info: info,
+	e := &entry{dir: dir, kernel: st.kernel(dir), isScripted: true, spawn: st.Spawn, info: info,
 		states: map[string]storedJob{id: rec}}
 	parent.mu.Lock()
 	if parent.scripted == nil {
@@ -800,7 +897,7 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 		// The daemon's own directory is not the client's: never resolve against it.
 		return nil, &badRequest{msg: fmt.Sprintf("workspace %q: an absolute path is needed", req.Workspace)}
 	}
-	o, err := s.cfg.Open(ctx, req)
+	o, err := s.cfg.Open(ctx, req, s.where())
 	if err != nil {
 		return nil, err
 	}
@@ -821,6 +918,7 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 	var stored *api.OpenRequest
 	kp := &keeper{s: s}
 	cfg.Keeper = kp
+	cfg.Replaced = kp.replaced
 	if _, ok := cfg.Transport.(transport.Reattacher); ok {
 		// The kernel listens, and outlives this daemon: a new one reopens the session.
 		cfg.Listen, cfg.Key = filepath.Join(dir, listenDir), newID()+newID()
@@ -836,7 +934,10 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 		return nil, err
 	}
 	e := &entry{s: sess, cfg: cfg, hub: newHub(id), dir: dir, noOT: o.NoOutputTimeout, finish: o.Finish,
-		req: stored, key: cfg.Key, artifacts: map[string]string{}}
+		req: stored, kernel: sess.Listening(), artifacts: map[string]string{}}
+	if e.kernel.Key == "" {
+		e.req = nil // its kernel does not listen after all (a container user that cannot): it ends with this daemon
+	}
 	kp.e.Store(e)
 	e.info = api.Session{ID: id, State: api.Open, Workspace: sess.Workspace(), Transport: o.Transport,
 		Created: time.Now().UTC(), BlockingBudget: cfg.Budget.String(), Warnings: o.Warnings}
@@ -885,7 +986,10 @@ func (s *Server) spawn(ctx context.Context, parent *entry, req api.SpawnRequest)
 	}
 	cc := orchestrator.ChildConfig{Name: req.Name, Workspace: req.Workspace, Env: req.Env, ID: id}
 	var spawn *api.SpawnRequest
-	if parent.key != "" {
+	parent.mu.Lock()
+	listens := parent.kernel.Key != ""
+	parent.mu.Unlock()
+	if listens {
 		// The parent's kernel listens; so does the child's, and a new daemon takes it up.
 		cc.Listen, cc.Key = filepath.Join(dir, listenDir), newID()+newID()
 		spawn = &req
@@ -906,7 +1010,7 @@ func (s *Server) spawn(ctx context.Context, parent *entry, req api.SpawnRequest)
 	info := parent.info
 	parent.mu.Unlock()
 	e := &entry{s: child, cfg: parent.cfg, hub: newHub(id), dir: dir, noOT: parent.noOT, artifacts: map[string]string{},
-		spawn: spawn, key: cc.Key}
+		spawn: spawn, kernel: child.Listening()}
 	e.info = api.Session{ID: id, State: api.Open, Workspace: child.Workspace(), Transport: info.Transport,
 		Parent: parent.info.ID, Name: req.Name, Mode: mode, Created: time.Now().UTC(),
 		BlockingBudget: info.BlockingBudget, NoOutputTimeout: info.NoOutputTimeout, Clone: child.CloneReport()}
@@ -1016,7 +1120,7 @@ func (s *Server) closeSession(id string) (api.Session, error) {
 		e.scripted = nil
 		e.mu.Unlock()
 		for _, k := range scripted {
-			k.forget() // closed with their parent, and handed back
+			s.forget(k) // closed with their parent, and handed back
 		}
 		if info.Mode == orchestrator.Isolated {
 			s.metrics.add(func(m *metrics) { m.handback.observe(time.Since(t0)) })
@@ -1034,10 +1138,12 @@ func (s *Server) closeSession(id string) (api.Session, error) {
 	e.hub.close()
 	e.mu.Lock()
 	e.gone = true
+	at := e.kernel
 	e.mu.Unlock()
 	if err := os.RemoveAll(e.dir); err != nil {
 		errs = append(errs, err)
 	}
+	s.dropListen(at.Listen)
 	if info.Parent != "" {
 		if p, err := s.get(info.Parent); err == nil {
 			p.mu.Lock()

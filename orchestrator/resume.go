@@ -254,7 +254,7 @@ func Reopen(ctx context.Context, cfg Config, k transport.Kernel, jobs []Restore)
 		}
 	}
 	c := startConn(ctx, k, s.handlers(), s.log, adopt)
-	s.c = c
+	s.setConn(c)
 	for _, h := range orphans {
 		p := adopt[h.ID]
 		go func() {

@@ -88,6 +88,9 @@ type Config struct {
 	// transports only; see transport.Spec).
 	Listen string
 	Key    string
+	// Replaced, when set, is called when a kernel has replaced one that ended: where the
+	// session's kernel listens (Listening) may have changed.
+	Replaced func()
 	// Ready, for a session taken up again (Reopen, ReopenChild, ReopenRun), holds the jobs it
 	// takes up until it is closed: until then no client can attach to answer what they ask
 	// (a daemon closes it once it listens). nil: they go on at once.
@@ -130,6 +133,8 @@ type Session struct {
 	mu     sync.Mutex
 	c      *conn // guarded by mu; replaced after a protocol fault
 	closed bool  // guarded by mu
+
+	listening atomic.Pointer[transport.Spec] // where c's kernel listens (Listening)
 }
 
 // ErrClosed is the error of a request to a closed session.
@@ -170,8 +175,35 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 		s.audit.close()
 		return nil, err
 	}
-	s.c = c
+	s.setConn(c)
 	return s, nil
+}
+
+// setConn makes c the session's kernel. Called with mu held, or before the session is
+// shared.
+func (s *Session) setConn(c *conn) {
+	s.c = c
+	var at transport.Spec
+	if r, ok := c.k.(transport.Relocated); ok {
+		at = r.ListenSpec()
+	}
+	if r, ok := c.k.(transport.Resuming); ok && at.Listen == "" && s.cfg.Listen != "" {
+		if _, ok := r.Resume(); ok {
+			at = transport.Spec{Session: s.id, Listen: s.cfg.Listen, Key: s.cfg.Key}
+		}
+	}
+	s.listening.Store(&at)
+}
+
+// Listening is where the session's kernel listens, for a new host to reattach to it
+// (transport.Reattacher): its sandbox's session label, its directory and its key (a pool's
+// warm kernel listens where it was started, not in Config.Listen). Zero when the kernel
+// serves its standard streams and ends with this host.
+func (s *Session) Listening() transport.Spec {
+	if at := s.listening.Load(); at != nil {
+		return *at
+	}
+	return transport.Spec{}
 }
 
 // newSession checks a session's configuration and makes it, without its kernel.
@@ -270,7 +302,10 @@ func (s *Session) conn(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.c = c
+	s.setConn(c)
+	if f := s.cfg.Replaced; f != nil {
+		go f() // not under mu: it may ask the session where it listens now
+	}
 	return c, nil
 }
 

@@ -24,6 +24,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -58,6 +60,13 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// Log receives the pool's diagnostics; nil discards them.
 	Log *slog.Logger
+	// ListenIn, when set, is a private host directory (0700) the warm kernels listen in,
+	// each in a directory of its own made beneath it (see transport.Spec.Listen), so that
+	// a claimed kernel outlives its host as its session's own would: a new host reattaches
+	// to it with the kernel's ListenSpec. The pool removes the directory of every warm
+	// kernel it ends; a claimed one's is its session's owner's to remove. "": warm kernels
+	// serve their standard streams.
+	ListenIn string
 }
 
 // DefaultParallel is how many kernels per Key are started at once while filling.
@@ -227,7 +236,7 @@ func (p *Pool) Start(ctx context.Context, spec transport.Spec) (transport.Kernel
 				return p.cfg.Transport.Start(ctx, spec)
 			} else if err != nil {
 				p.log.Warn("a warm kernel could not be claimed; it is removed", "err", err)
-				k.inner.Kill()
+				k.discard()
 				refill()
 				p.mu.Lock()
 				continue
@@ -258,6 +267,46 @@ func (p *Pool) Start(ctx context.Context, spec transport.Spec) (transport.Kernel
 	p.refill(b)
 	p.mu.Unlock()
 	return p.cfg.Transport.Start(ctx, spec)
+}
+
+// Reattach reaches a kernel an earlier host left listening through the wrapped transport
+// (transport.Reattacher): a session's, or a warm kernel's a session had claimed. The kernel
+// keeps spec as its ListenSpec, where it listens.
+func (p *Pool) Reattach(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	ra, ok := p.cfg.Transport.(transport.Reattacher)
+	if !ok {
+		return nil, fmt.Errorf("pool: the transport it keeps kernels of (%T) cannot reattach", p.cfg.Transport)
+	}
+	k, err := ra.Reattach(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return &reattached{Kernel: k, at: transport.Spec{Session: spec.Session, Listen: spec.Listen, Key: spec.Key}}, nil
+}
+
+// reattached is a kernel reached again, and where it listens.
+type reattached struct {
+	transport.Kernel
+	at transport.Spec
+}
+
+func (k *reattached) Resume() (wire.Resume, bool) { return resumeOf(k.Kernel) }
+func (k *reattached) ListenSpec() transport.Spec  { return k.at }
+
+// resumeOf is a kernel's resume frame, when it is a listening kernel's.
+func resumeOf(k transport.Kernel) (wire.Resume, bool) {
+	if r, ok := k.(transport.Resuming); ok {
+		return r.Resume()
+	}
+	return wire.Resume{}, false
+}
+
+// listenSpecOf is where a kernel the pool handed out listens, when it says (Relocated).
+func listenSpecOf(k transport.Kernel) transport.Spec {
+	if r, ok := k.(transport.Relocated); ok {
+		return r.ListenSpec()
+	}
+	return transport.Spec{}
 }
 
 // Close removes every warm kernel the pool holds and waits for the starts in flight, whose
@@ -314,7 +363,7 @@ func (b *bucket) pop() *kernel {
 		if k.alive() {
 			return k
 		}
-		k.inner.Kill() // it ended on its own: make sure its sandbox goes
+		k.discard() // it ended on its own: make sure its sandbox goes
 	}
 	return nil
 }
@@ -377,20 +426,28 @@ func (p *Pool) fill(b *bucket) {
 // startWarm starts a kernel with spec and waits for its answer to ping; on any error nothing
 // is left running.
 func (p *Pool) startWarm(ctx context.Context, spec transport.Spec) (*kernel, error) {
+	if p.cfg.ListenIn != "" {
+		spec.Listen, spec.Key = filepath.Join(p.cfg.ListenIn, p.id+"-"+randomHex(6)), randomHex(16)
+	}
 	inner, err := p.cfg.Transport.Start(ctx, spec)
 	if err != nil {
+		removeListen(spec.Listen)
 		return nil, err
 	}
 	k := &kernel{inner: inner, done: make(chan struct{})}
+	if spec.Listen != "" {
+		k.at = transport.Spec{Session: spec.Session, Listen: spec.Listen, Key: spec.Key}
+	}
 	go func() {
 		k.err = inner.Wait()
 		close(k.done)
 	}()
 	prefix, err := ask(ctx, inner, wire.TypePing, struct{}{})
 	if err != nil {
-		inner.Kill()
+		k.discard()
 		return nil, fmt.Errorf("pool: the warm kernel did not answer: %w", err)
 	}
+	k.answers++
 	k.prefix = prefix
 	k.stdout = inner.Stdout()
 	return k, nil
@@ -462,13 +519,42 @@ type kernel struct {
 	// relabeled is closed when the relabelling started at claim has ended (nil: none was
 	// started); Wait and Kill wait for it, so it never outlives the kernel's owner.
 	relabeled chan struct{}
+
+	// at is where the kernel listens (Config.ListenIn), zero when it does not; answers
+	// counts the frames of the pool's own requests read, which a listening kernel numbers
+	// with the session's.
+	at      transport.Spec
+	answers uint64
 }
 
-// end kills the kernel and waits until it has ended.
+// end kills the kernel, waits until it has ended, and removes the directory it listened in.
 func (k *kernel) end() error {
 	err := k.inner.Kill()
 	<-k.done
+	removeListen(k.at.Listen)
 	return err
+}
+
+// discard kills a kernel no session holds, without waiting, and removes the directory it
+// listened in.
+func (k *kernel) discard() {
+	k.inner.Kill()
+	removeListen(k.at.Listen)
+}
+
+// removeListen removes a warm kernel's listening directory and the log a backend keeps
+// beside it.
+func removeListen(dir string) {
+	if dir != "" {
+		os.RemoveAll(dir)
+		os.Remove(dir + ".log")
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func (k *kernel) alive() bool {
@@ -523,6 +609,7 @@ func (k *kernel) claim(spec transport.Spec, log *slog.Logger, answered func()) e
 	if err != nil {
 		return fmt.Errorf("pool: the warm kernel could not take the session's directory: %w", err)
 	}
+	k.answers++
 	k.prefix = append(k.prefix, before...)
 	k.stdout = &firstRead{r: io.MultiReader(bytes.NewReader(k.prefix), k.stdout), first: answered}
 	time.AfterFunc(RefillAfter, answered)
@@ -547,6 +634,26 @@ func (k *kernel) claim(spec transport.Spec, log *slog.Logger, answered func()) e
 		}
 	}()
 	return nil
+}
+
+// Resume is the listening kernel's resume frame as its session reads on: the frames the
+// pool's own requests were answered with are counted as handled, so that the session's acks
+// number the frames as the kernel does.
+func (k *kernel) Resume() (wire.Resume, bool) {
+	res, ok := resumeOf(k.inner)
+	if ok {
+		res.Last += k.answers
+	}
+	return res, ok
+}
+
+// ListenSpec is where the kernel listens, for a new host to reattach to it; zero when it
+// does not listen.
+func (k *kernel) ListenSpec() transport.Spec {
+	if _, ok := k.Resume(); !ok {
+		return transport.Spec{}
+	}
+	return k.at
 }
 
 func (k *kernel) Stdin() io.WriteCloser { return k.inner.Stdin() }

@@ -18,6 +18,7 @@ import (
 	"github.com/paddockhq/paddock/pool"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/local"
+	"github.com/paddockhq/paddock/transport/wire"
 )
 
 // The pool over the local transport: kernels are host processes, so the pool's rules are
@@ -332,5 +333,65 @@ func TestClaimTakesTheSessionsDirectory(t *testing.T) {
 	res, err := s.Bash(ctx, "pwd")
 	if err != nil || res.Steps[0].Stdout.Text != other.Cwd+"\n" {
 		t.Fatalf("%v %s", err, res)
+	}
+}
+
+// resumingTransport starts local kernels that say they listen, as a container transport's
+// do: each makes the directory its spec names and opens with a resume frame whose last
+// handled frame is resumeLast.
+type resumingTransport struct{ local.Transport }
+
+const resumeLast = 5
+
+func (r *resumingTransport) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	if spec.Listen == "" || spec.Key == "" {
+		return nil, errors.New("the pool did not ask this kernel to listen")
+	}
+	if err := os.Mkdir(spec.Listen, 0o700); err != nil {
+		return nil, err
+	}
+	k, err := r.Transport.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return resumingKernel{k}, nil
+}
+
+type resumingKernel struct{ transport.Kernel }
+
+func (resumingKernel) Resume() (wire.Resume, bool) { return wire.Resume{Last: resumeLast}, true }
+
+// A pool given ListenIn starts each warm kernel listening in a directory of its own there,
+// with a key of its own; a claimed kernel says where (ListenSpec: the pool's session label,
+// its directory, its key) for a new host to reattach to it, and its resume frame counts the
+// two frames the pool's own requests (the ping, the chdir) were answered with as handled, so
+// that the session's acks number the frames as the kernel does. Closing the pool removes
+// the directories of the kernels it ended, not the claimed one's.
+func TestWarmKernelsListen(t *testing.T) {
+	in := t.TempDir()
+	p := pool.New(pool.Config{Transport: &resumingTransport{}, Size: 2, ListenIn: in})
+	spec := transport.Spec{Kernel: kernelBinary(t), Cwd: t.TempDir()}
+	p.Warm(spec)
+	waitReady(t, p, spec, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	k, err := p.Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Kill()
+	at := k.(transport.Relocated).ListenSpec()
+	if filepath.Dir(at.Listen) != in || at.Session != p.Session() || len(at.Key) < 32 {
+		t.Errorf("the claimed kernel listens at %+v", at)
+	}
+	if res, ok := k.(transport.Resuming).Resume(); !ok || res.Last != resumeLast+2 {
+		t.Errorf("the claimed kernel's resume frame: %+v %v, want last %d", res, ok, resumeLast+2)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := os.ReadDir(in)
+	if len(left) != 1 || filepath.Join(in, left[0].Name()) != at.Listen {
+		t.Errorf("after Close the pool's directory holds %v, want only the claimed kernel's %s", left, at.Listen)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/wire"
 )
 
 var _ transport.Transport = (*Scoped)(nil)
@@ -41,11 +42,32 @@ func (s *Scoped) Start(ctx context.Context, spec transport.Spec) (transport.Kern
 	return &rootKernel{Kernel: k, pool: s.Pool}, nil
 }
 
+// Reattach reaches a kernel an earlier host's session left listening (Pool.Reattach). The
+// first kernel the pool starts or reattaches is the root session's: a session taken up
+// again is reattached before its children start.
+func (s *Scoped) Reattach(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	k, err := s.Pool.Reattach(ctx, spec)
+	root := false
+	s.first.Do(func() { root = true })
+	if !root {
+		return k, err
+	}
+	if err != nil {
+		s.Pool.Close()
+		return nil, err
+	}
+	return &rootKernel{Kernel: k, pool: s.Pool}, nil
+}
+
 // rootKernel is the first session's kernel: killing it closes the pool too.
 type rootKernel struct {
 	transport.Kernel
 	pool *Pool
 }
+
+// Resume and ListenSpec are the kernel's own (a listening kernel's).
+func (k *rootKernel) Resume() (wire.Resume, bool) { return resumeOf(k.Kernel) }
+func (k *rootKernel) ListenSpec() transport.Spec  { return listenSpecOf(k.Kernel) }
 
 func (k *rootKernel) Kill() error {
 	err := k.Kernel.Kill()

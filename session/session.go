@@ -46,6 +46,10 @@ type Options struct {
 	AuditFile string
 	// Stderr receives the transports' own diagnostics; nil: os.Stderr.
 	Stderr io.Writer
+	// ListenIn, when set, is a private directory (0700) where a pool's warm kernels listen,
+	// each in a directory of its own, so that a pooled session outlives its host as an
+	// unpooled one does (a daemon's; see pool.Config.ListenIn). "": they do not listen.
+	ListenIn string
 }
 
 // Transport are a session's transport options beyond the settings, as a front end takes
@@ -170,7 +174,7 @@ func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 		if !op.Pools {
 			p.Notices = append(p.Notices, fmt.Sprintf("a pool keeps docker and containerd sandboxes; the %s transport starts its kernels as asked", kind))
 		} else {
-			pl, err := withPool(c, n)
+			pl, err := withPool(c, n, o.ListenIn)
 			if pl != nil {
 				// Closed first at Finish: a session that never started (or failed to open)
 				// leaves no warm sandbox behind. The root kernel's end closes it too.
@@ -209,7 +213,7 @@ func closeClient(r *Request) {
 // withPool puts the session's transport behind a pool of size warm sandboxes, warmed at once
 // for the session's own sandbox and scoped to it: its children claim the rest, and the pool
 // is removed when the session's kernel ends.
-func withPool(cfg *orchestrator.Config, size int) (*pool.Pool, error) {
+func withPool(cfg *orchestrator.Config, size int, listenIn string) (*pool.Pool, error) {
 	cwd, err := filepath.Abs(cfg.Workspace)
 	if err != nil {
 		return nil, err
@@ -219,7 +223,7 @@ func withPool(cfg *orchestrator.Config, size int) (*pool.Pool, error) {
 			return nil, err
 		}
 	}
-	p := pool.New(pool.Config{Transport: cfg.Transport, Size: size, Env: docker.DefaultEnv})
+	p := pool.New(pool.Config{Transport: cfg.Transport, Size: size, Env: docker.DefaultEnv, ListenIn: listenIn})
 	if err := p.Warm(transport.Spec{Kernel: cfg.Kernel, Cwd: cwd, PathMap: cfg.PathMap}); err != nil {
 		return p, err
 	}

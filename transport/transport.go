@@ -50,6 +50,13 @@ type Reattacher interface {
 	Reattach(ctx context.Context, spec Spec) (Kernel, error)
 }
 
+// Relocated is a listening kernel that listens where its start's Spec did not say: a pool's
+// warm kernel, started before its session. Reattach reaches it again with the Spec
+// ListenSpec returns (its sandbox's session label, its directory, its key).
+type Relocated interface {
+	ListenSpec() Spec
+}
+
 // ErrGone is the error of a reattach to a sandbox that is no longer there.
 var ErrGone = errors.New("the session's sandbox is gone")
 

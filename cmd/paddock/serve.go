@@ -42,8 +42,8 @@ of any other uid is refused. Each session is opened with the settings of its wor
 			socket = sock
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			// Every session is kept from this daemon's own state and socket, wherever they are.
-			open := func(ctx context.Context, req api.OpenRequest) (daemon.Opened, error) {
-				o, err := daemon.OpenRequest(ctx, req)
+			open := func(ctx context.Context, req api.OpenRequest, at daemon.Where) (daemon.Opened, error) {
+				o, err := daemon.OpenRequest(ctx, req, at)
 				own := &o.Config.Policy.Own
 				own.Secret = append(own.Secret, place.Daemon(state)...)
 				own.Sockets = append(own.Sockets, socket)
