@@ -24,11 +24,11 @@ func OpenRequest(ctx context.Context, req api.OpenRequest, at Where) (Opened, er
 		}
 		noOT = d
 	}
-	r, err := session.PrepareRequest(ctx, req, at.ListenIn)
+	r, err := session.PrepareRequest(ctx, req, at.ListenIn, at.Resume)
 	if err != nil {
 		return Opened{}, badOption(err)
 	}
-	return Opened{Config: r.Config, Transport: r.Kind, Finish: r.Finish, Warnings: r.Warnings, NoOutputTimeout: noOT}, nil
+	return Opened{Config: r.Config, Transport: r.Kind, Finish: r.Finish, Warnings: r.Warnings, NoOutputTimeout: noOT, Resume: r.Resume}, nil
 }
 
 // RequestSettings answers /v1/settings when the daemon's Config names no other way: what a

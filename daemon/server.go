@@ -44,6 +44,9 @@ type Opened struct {
 	// workspace copied to a box back (its report is the session's hand-back) and frees what
 	// the transport holds (an engine client).
 	Finish func(context.Context) (*workspace.Report, error)
+	// Resume is what a daemon that takes the session up after this one died opens it with
+	// (Where.Resume); "" when nothing is needed.
+	Resume string
 }
 
 // Where is what of the daemon's state a session's opener may use.
@@ -52,6 +55,9 @@ type Where struct {
 	// kernels listen, so that the session outlives the daemon (session.Options.ListenIn).
 	// The daemon removes what no session it took up again listens in.
 	ListenIn string
+	// Resume, for a session taken up again after the daemon that opened it died, is its
+	// first opening's Opened.Resume: the opener takes the session up where it worked.
+	Resume string
 }
 
 // Config configures a Server.
@@ -112,10 +118,11 @@ type entry struct {
 
 	isScripted bool // a scripted child's record
 
-	// req and kernel, for a session whose kernel listens (a container's), let a new daemon
-	// reopen it after this one died.
-	req   *api.OpenRequest
-	spawn *api.SpawnRequest // a child's
+	// req, resume and kernel, for a session whose kernel listens (a container's), let a new
+	// daemon reopen it after this one died.
+	req    *api.OpenRequest
+	resume string
+	spawn  *api.SpawnRequest // a child's
 	// kernel is where the session's kernel listens (Session, Listen, Key: what Reattach
 	// takes); its Key is "" when it does not listen. Refreshed from the session at save.
 	kernel transport.Spec // guarded by mu
@@ -255,9 +262,11 @@ type stored struct {
 	// Listen and Sandbox, when set, are where the kernel listens and its sandbox's session
 	// label, when they are not the session's own (listenDir, its id): a pool's warm kernel
 	// the session claimed.
-	Listen  string               `json:"listen,omitempty"`
-	Sandbox string               `json:"sandbox,omitempty"`
-	Jobs    map[string]storedJob `json:"jobs,omitempty"`
+	Listen  string `json:"listen,omitempty"`
+	Sandbox string `json:"sandbox,omitempty"`
+	// Resume is what the session's opener takes it up by (Where.Resume).
+	Resume string               `json:"resume,omitempty"`
+	Jobs   map[string]storedJob `json:"jobs,omitempty"`
 }
 
 // kernel is where a stored session's kernel listens, for Reattach.
@@ -358,7 +367,7 @@ func (e *entry) save() error {
 			e.kernel = at // a kernel that replaced one that ended listens where it started
 		}
 	}
-	st := stored{Session: e.info, Request: e.req, Spawn: e.spawn, Key: e.kernel.Key, Jobs: e.states, Scripted: e.isScripted}
+	st := stored{Session: e.info, Request: e.req, Spawn: e.spawn, Key: e.kernel.Key, Jobs: e.states, Scripted: e.isScripted, Resume: e.resume}
 	if e.kernel.Listen != filepath.Join(e.dir, listenDir) {
 		st.Listen = e.kernel.Listen
 	}
@@ -549,7 +558,9 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	// The session's transport is the one it ran on, whatever the settings say now.
 	req := *st.Request
 	req.Transport = st.Session.Transport
-	o, err := s.cfg.Open(ctx, req, s.where())
+	at := s.where()
+	at.Resume = st.Resume
+	o, err := s.cfg.Open(ctx, req, at)
 	if err != nil {
 		return nil, err
 	}
@@ -572,7 +583,7 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	cfg.Keeper = kp
 	cfg.Replaced = kp.replaced
 	e := &entry{cfg: cfg, hub: newHub(info.ID), dir: dir, noOT: o.NoOutputTimeout, finish: o.Finish,
-		req: st.Request, kernel: st.kernel(dir), artifacts: map[string]string{}, states: map[string]storedJob{}}
+		req: st.Request, resume: st.Resume, kernel: st.kernel(dir), artifacts: map[string]string{}, states: map[string]storedJob{}}
 	kp.e.Store(e)
 	err = s.takeUp(ctx, e, st, func(k transport.Kernel, jobs []orchestrator.Restore) (*orchestrator.Session, error) {
 		return orchestrator.Reopen(ctx, cfg, k, jobs)
@@ -934,7 +945,7 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 		return nil, err
 	}
 	e := &entry{s: sess, cfg: cfg, hub: newHub(id), dir: dir, noOT: o.NoOutputTimeout, finish: o.Finish,
-		req: stored, kernel: sess.Listening(), artifacts: map[string]string{}}
+		req: stored, resume: o.Resume, kernel: sess.Listening(), artifacts: map[string]string{}}
 	if e.kernel.Key == "" {
 		e.req = nil // its kernel does not listen after all (a container user that cannot): it ends with this daemon
 	}

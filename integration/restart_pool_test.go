@@ -22,6 +22,7 @@ import (
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/transport/containerd"
 	"github.com/paddockhq/paddock/transport/docker"
+	"github.com/paddockhq/paddock/transport/ssh/sshtest"
 )
 
 // A pooled session (kernelTransport.docker.pool) outlives a daemon killed outright as an
@@ -225,5 +226,116 @@ func listensIn(t *testing.T, ctx context.Context, kind string, cli *dockerclient
 			t.Fatal(err)
 		}
 		return labels[docker.LabelListen]
+	}
+}
+
+// A session on a box over ssh with its workspace synced there outlives a daemon killed
+// outright: its kernel listened on the box, detached from the channel that started it, and
+// the next daemon reattaches to it over a new connection and takes up the sync where it
+// was (the copy on the box, what was sent) instead of sending the workspace again. A job
+// in flight across the kill ends in the same kernel; the session's close hands back what
+// changed on the box before and after the restart, and leaves no kernel, no directory on
+// the box and no state.
+//
+// law: job_no_silent_loss
+func TestDaemonRestartSynced(t *testing.T) {
+	bin := paddockBinary(t)
+	srv := sshtest.Start(t)
+	srv.Home(t) // the daemons reach the box through this home's ssh config
+	env := os.Environ()
+	dir, err := os.MkdirTemp("/tmp", "pd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "run", "paddock.sock")
+	state := filepath.Join(dir, "state")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	first, firstDone := startServe(t, bin, sock, state, env)
+	c, err := client.New("unix://" + sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("one\n"), 0o644)
+	s, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "ssh", BlockingBudget: "300ms", Settings: map[string]string{
+		"kernelTransport.ssh.host": "box", "kernelTransport.ssh.kernelCache": filepath.Join(srv.Dir, "kernel-cache"),
+		"kernelTransport.ssh.sync": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := ""
+	for _, w := range s.Warnings {
+		if _, r, ok := strings.Cut(w, "workspace sent to box:"); ok {
+			remote, _, _ = strings.Cut(r, ";")
+		}
+	}
+	if remote == "" {
+		t.Fatalf("the session does not say where its workspace went: %q", s.Warnings)
+	}
+	before := func(id string) string {
+		r, err := c.Bash(ctx, id, api.BashRequest{Script: "echo $PPID"})
+		if err != nil || len(r.Steps) != 1 {
+			t.Fatalf("%v %+v", err, r)
+		}
+		return r.Steps[0].Stdout.Text
+	}
+	kernel := before(s.ID)
+	if r, err := c.Bash(ctx, s.ID, api.BashRequest{Script: "echo two > a.txt"}); err != nil || r.End.Status != 0 {
+		t.Fatalf("%v %+v", err, r)
+	}
+	job, err := c.Bash(ctx, s.ID, api.BashRequest{Script: "echo start; while [ ! -e go ]; do sleep 0.05; done; rm go; echo after > b.txt; echo end"})
+	if err != nil || job.End.Kind != orchestrator.Detached {
+		t.Fatalf("%v %+v", err, job)
+	}
+	first.Process.Signal(syscall.SIGKILL)
+	<-firstDone
+
+	startServe(t, bin, sock, state, env, "--drain")
+	c.Close()
+	info, err := c.Session(ctx, s.ID)
+	if err != nil || info.State != api.Open || info.Transport != "ssh" {
+		t.Fatalf("the synced session after the restart: %v %s (%s)", err, info.State, info.Reason)
+	}
+	if got := before(s.ID); got != kernel {
+		t.Errorf("the session's kernel after the restart is %q, before it %q", got, kernel)
+	}
+	if err := os.WriteFile(filepath.Join(remote, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, err := c.Wait(ctx, s.ID, job.End.Job, "")
+	if err != nil || !j.Done || j.Result.End.Kind != orchestrator.Finished {
+		t.Fatalf("the job across the restart: %v %+v", err, j)
+	}
+	var out strings.Builder
+	for _, st := range j.Result.Steps {
+		out.WriteString(st.Stdout.Text)
+	}
+	if out.String() != "start\nend\n" {
+		t.Errorf("the job's output: %q", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(ws, "b.txt")); !os.IsNotExist(err) {
+		t.Errorf("the box's file is in the workspace before the hand-back: %v", err)
+	}
+	closed, err := c.CloseSession(ctx, s.ID)
+	if err != nil || closed.Handback == nil || len(closed.Handback.Taken) != 2 || closed.HandbackError != "" {
+		t.Fatalf("the close after the restart: %v %+v %q", err, closed.Handback, closed.HandbackError)
+	}
+	for name, want := range map[string]string{"a.txt": "two\n", "b.txt": "after\n"} {
+		if b, err := os.ReadFile(filepath.Join(ws, name)); err != nil || string(b) != want {
+			t.Errorf("%s after the hand-back: %q %v", name, b, err)
+		}
+	}
+	boxHome, _, _ := strings.Cut(remote, "/.cache/paddock/work/")
+	if _, err := os.Stat(remote); !os.IsNotExist(err) {
+		t.Errorf("the workspace's copy is left on the box: %v", err)
+	}
+	for _, left := range []string{filepath.Join(boxHome, ".cache", "paddock", "listen"), filepath.Join(state, "sessions")} {
+		if names, _ := os.ReadDir(left); len(names) != 0 {
+			t.Errorf("left in %s: %v", left, names)
+		}
 	}
 }

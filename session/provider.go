@@ -73,6 +73,9 @@ type Opened struct {
 	// Close, when set, is run once the session has closed: it hands a copied workspace back
 	// (its report) and frees what the transport holds.
 	Close func(ctx context.Context) (*workspace.Report, error)
+	// Resume, when set, is what the provider takes the session up by after its host died
+	// (Options.Resume): a synced workspace's local directory.
+	Resume string
 }
 
 var (

@@ -134,8 +134,9 @@ type Requested struct {
 // PrepareRequest prepares the session a daemon's request asks for: its settings are the
 // request's workspace's, read with the request above them (FromRequest), its blocking budget
 // the request's when set. The daemon keeps its sessions' audit in its own state, so none is
-// set here. listenIn is where its pool's warm kernels listen (Options.ListenIn).
-func PrepareRequest(ctx context.Context, req api.OpenRequest, listenIn string) (*Requested, error) {
+// set here. listenIn is where its pool's warm kernels listen (Options.ListenIn); resume, when
+// set, takes up a session a host that died opened (Options.Resume).
+func PrepareRequest(ctx context.Context, req api.OpenRequest, listenIn, resume string) (*Requested, error) {
 	o, t, err := FromRequest(req)
 	if err != nil {
 		return nil, err
@@ -147,7 +148,7 @@ func PrepareRequest(ctx context.Context, req api.OpenRequest, listenIn string) (
 	if req.BlockingBudget != "" {
 		l.Settings.Shell.BlockingBudget = req.BlockingBudget
 	}
-	p, err := Prepare(ctx, Options{Workspace: req.Workspace, Settings: l, Transport: t, ListenIn: listenIn})
+	p, err := Prepare(ctx, Options{Workspace: req.Workspace, Settings: l, Transport: t, ListenIn: listenIn, Resume: resume})
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,10 @@ type Options struct {
 	// each in a directory of its own, so that a pooled session outlives its host as an
 	// unpooled one does (a daemon's; see pool.Config.ListenIn). "": they do not listen.
 	ListenIn string
+	// Resume, when set, is the Prepared.Resume of the session's first opening, by a host that
+	// died: the session is taken up where it worked (a synced workspace's copy on its box),
+	// not made anew. Only a daemon that reattaches to the session's kernel sets it.
+	Resume string
 }
 
 // Transport are a session's transport options beyond the settings, as a front end takes
@@ -75,7 +79,10 @@ type Prepared struct {
 	Kind string
 	// Notices are what to tell the user: why a default was not taken, variables left out.
 	Notices []string
-	close   []func(context.Context) (*workspace.Report, error)
+	// Resume is what a host that takes the session up after this one died opens it with
+	// (Options.Resume); "" when the provider needs nothing.
+	Resume string
+	close  []func(context.Context) (*workspace.Report, error)
 }
 
 // Finish is run once the session has closed: it hands a copied workspace back (its
@@ -160,7 +167,7 @@ func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 		closeClient(r)
 		return nil, err
 	}
-	p.Kind = prov.Kind()
+	p.Kind, p.Resume = prov.Kind(), op.Resume
 	p.Notices = append(p.Notices, op.Notices...)
 	c := &p.Config
 	c.Transport, c.Kernel, c.Env, c.PathMap, c.Ephemeral = op.Transport, op.Kernel, op.Env, op.PathMap, op.Ephemeral

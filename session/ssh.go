@@ -51,10 +51,11 @@ func (sshProvider) Open(ctx context.Context, r *Request) (*Opened, error) {
 		op.Notices = append(op.Notices, fmt.Sprintf("ssh box %s has no sftp subsystem; files are copied over exec channels (cat, tar)", host))
 	}
 	if kt.SSH.Sync {
-		s, err := startSync(ctx, t, r.Workspace)
+		s, err := startSync(ctx, t, r.Workspace, r.Resume)
 		if err != nil {
 			return nil, err
 		}
+		op.Resume = s.Dir
 		if op.PathMap, err = s.PathMap(); err != nil {
 			t.Pool.Close()
 			return nil, err
@@ -79,11 +80,23 @@ func (sshProvider) Open(ctx context.Context, r *Request) (*Opened, error) {
 }
 
 // startSync copies the workspace to the box, keeping the local state of the copy in a fresh
-// directory of the user's cache.
-func startSync(ctx context.Context, t *ssh.Transport, parent string) (*ssh.Sync, error) {
+// directory of the user's cache; resume, when set, is such a directory of a session a host
+// that died opened, whose copy on the box is taken up instead.
+func startSync(ctx context.Context, t *ssh.Transport, parent, resume string) (*ssh.Sync, error) {
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		return nil, err
+	}
+	if resume != "" {
+		if filepath.Dir(resume) != filepath.Join(cache, "paddock", "sync") {
+			return nil, fmt.Errorf("ssh: sync: %s is no synced workspace of this user's", resume)
+		}
+		t.Pool = &ssh.Pool{}
+		s, err := ssh.ResumeSync(resume, t.Host, t.Pool)
+		if err != nil {
+			t.Pool.Close()
+		}
+		return s, err
 	}
 	var b [6]byte
 	rand.Read(b[:])

@@ -80,10 +80,27 @@ const maxResume = 64 << 10
 // the socket is not there yet, until ctx ends or ended is closed (the sandbox ended). It
 // returns the connection with the resume frame read.
 func Attach(ctx context.Context, dir, key string, ended <-chan struct{}) (*Attached, error) {
+	a, err := AttachBy(ctx, func() (Conn, error) { return dialIn(dir, ListenSocket) }, key, ended)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("the kernel does not listen in %s: %w", dir, err)
+	}
+	return a, err
+}
+
+// Conn is a connection to a listening kernel: a unix socket's, or a channel's to one on a
+// remote box (ssh's direct-streamlocal).
+type Conn interface {
+	net.Conn
+	CloseWrite() error
+}
+
+// AttachBy is Attach over the connections dial makes: it tries again while dial fails (the
+// socket is not there yet), until ctx ends or ended is closed.
+func AttachBy(ctx context.Context, dial func() (Conn, error), key string, ended <-chan struct{}) (*Attached, error) {
 	// A kernel just started listens within milliseconds: look often at first, then less.
 	wait := time.Millisecond
 	for {
-		c, err := dialIn(dir, ListenSocket)
+		c, err := dial()
 		if err == nil {
 			a, err := attach(ctx, c, key)
 			if err != nil {
@@ -94,7 +111,7 @@ func Attach(ctx context.Context, dir, key string, ended <-chan struct{}) (*Attac
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("the kernel does not listen in %s: %w", dir, err)
+			return nil, err
 		case <-ended:
 			return nil, fmt.Errorf("the sandbox ended before its kernel listened: %w", ErrGone)
 		case <-time.After(wait):
@@ -124,7 +141,7 @@ func dialIn(dir, name string) (*net.UnixConn, error) {
 	return net.DialUnix("unix", nil, &net.UnixAddr{Name: fmt.Sprintf("/proc/self/fd/%d", fd), Net: "unix"})
 }
 
-func attach(ctx context.Context, c *net.UnixConn, key string) (*Attached, error) {
+func attach(ctx context.Context, c Conn, key string) (*Attached, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(10 * time.Second)
@@ -175,7 +192,7 @@ func ParseResume(line []byte) (wire.Resume, error) {
 
 // Attached is the connection to a listening kernel, from after its resume frame.
 type Attached struct {
-	Conn   *net.UnixConn
+	Conn   Conn
 	resume wire.Resume
 	r      io.Reader
 }
@@ -209,7 +226,7 @@ type listening struct {
 func (l listening) Wait() error { return l.sandbox.Wait() }
 func (l listening) Kill() error { return l.sandbox.Kill() }
 
-type halfClose struct{ c *net.UnixConn }
+type halfClose struct{ c Conn }
 
 func (h halfClose) Write(p []byte) (int, error) { return h.c.Write(p) }
 func (h halfClose) Close() error                { return h.c.CloseWrite() }

@@ -38,7 +38,8 @@ type Spec struct {
 	// Listen, when set, is a private host directory (0700) bound into the sandbox where the
 	// kernel listens for its host instead of serving its standard streams: it then outlives
 	// the host's connection, and a new host reattaches to it (Reattacher). Key is what a
-	// host attaches with. Only the container transports take it.
+	// host attaches with. The container transports and ssh take it (ssh: in a directory of
+	// its own on the box, named for this one).
 	Listen string
 	Key    string
 }

@@ -126,6 +126,9 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 			return nil, &OutsideError{Cwd: spec.Cwd}
 		}
 	}
+	if spec.Listen != "" {
+		return t.startListening(ctx, spec)
+	}
 	// Opening channels waits for the box's answers, which a box that stopped answering never
 	// gives (until the keepalives drop its connection): the start gives up when ctx ends,
 	// and the abandoned opening cleans up after itself.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -111,6 +112,67 @@ func StartSync(ctx context.Context, o SyncOptions) (s *Sync, err error) {
 	}
 	if err := fx.send(ctx, s.Copy(), remote, items); err != nil {
 		return nil, fmt.Errorf("ssh: sync: send the workspace to %s: %w", o.Host, ended(ctx, err))
+	}
+	if err := s.save(); err != nil {
+		return nil, fmt.Errorf("ssh: sync: %w", err)
+	}
+	return s, nil
+}
+
+// syncFile is where a sync keeps what it sent, in its local directory, for a host that
+// takes it up after the one that started it died (ResumeSync).
+const syncFile = "sync.json"
+
+type syncState struct {
+	Host   string     `json:"host"`
+	Remote string     `json:"remote"`
+	Stamp  int64      `json:"stamp"`
+	Sent   []sentItem `json:"sent"`
+}
+
+type sentItem struct {
+	Rel   string      `json:"rel"`
+	Mode  fs.FileMode `json:"mode"`
+	Size  int64       `json:"size"`
+	Mtime int64       `json:"mtime"`
+}
+
+func (s *Sync) save() error {
+	st := syncState{Host: s.Host, Remote: s.Remote, Stamp: s.stamp}
+	for _, it := range s.sent {
+		st.Sent = append(st.Sent, sentItem{Rel: it.rel, Mode: it.mode, Size: it.size, Mtime: it.mtime})
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(s.Dir, syncFile), b, 0o600)
+}
+
+// ResumeSync takes up the sync of a workspace to host that an earlier host started in dir
+// (StartSync's Dir) and did not hand back: its copy on the box is handed back as the first
+// host's would have been.
+func ResumeSync(dir, host string, pool *Pool) (*Sync, error) {
+	if pool == nil {
+		return nil, errors.New("ssh: sync: no pool")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, syncFile))
+	if err != nil {
+		return nil, fmt.Errorf("ssh: sync: take up %s: %w", dir, err)
+	}
+	var st syncState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("ssh: sync: take up %s: %w", dir, err)
+	}
+	if st.Host != host || st.Remote == "" {
+		return nil, fmt.Errorf("ssh: sync: %s holds a copy on %q, not on %q", dir, st.Host, host)
+	}
+	if _, err := os.Stat(filepath.Join(dir, workspace.CopyDir)); err != nil {
+		return nil, fmt.Errorf("ssh: sync: take up %s: %w", dir, err)
+	}
+	s := &Sync{Host: host, Dir: dir, Remote: st.Remote, pool: pool, stamp: st.Stamp, sent: map[string]item{}}
+	for _, it := range st.Sent {
+		s.sent[it.Rel] = item{rel: it.Rel, mode: it.Mode, size: it.Size, mtime: it.Mtime}
 	}
 	return s, nil
 }
