@@ -15,7 +15,8 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
-	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/transport"
@@ -236,34 +237,11 @@ func TestPaddockDockerfile(t *testing.T) {
 
 // runOnce runs a container of img (its command replaced by cmd when given) to its end and
 // returns what it wrote.
-func runOnce(t *testing.T, ctx context.Context, cli *client.Client, img string, cmd []string) string {
+func runOnce(t *testing.T, ctx context.Context, _ *client.Client, img string, cmd []string) string {
 	t.Helper()
-	cfg := &container.Config{Image: img, Labels: map[string]string{docker.LabelManaged: "1", "paddock.test": "integration"}}
+	opts := []testcontainers.ContainerCustomizer{testcontainers.WithWaitStrategy(wait.ForExit())}
 	if cmd != nil {
-		cfg.Entrypoint, cfg.Cmd = cmd[:1], cmd[1:]
+		opts = append(opts, testcontainers.WithEntrypoint(cmd[0]), testcontainers.WithCmd(cmd[1:]...))
 	}
-	c, err := cli.ContainerCreate(ctx, cfg, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true}) })
-	if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ch, errc := cli.ContainerWait(ctx, c.ID, container.WaitConditionNotRunning)
-	select {
-	case <-ch:
-	case err := <-errc:
-		t.Fatal(err)
-	}
-	logs, err := cli.ContainerLogs(ctx, c.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logs.Close()
-	var out bytes.Buffer
-	if _, err := stdcopy.StdCopy(&out, &out, logs); err != nil {
-		t.Fatal(err)
-	}
-	return out.String()
+	return output(t, ctx, runContainer(t, ctx, img, opts...))
 }

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/paddockhq/paddock/transport/docker"
 	"github.com/paddockhq/paddock/transport/environ"
@@ -53,7 +54,7 @@ func TestConformanceWrapped(t *testing.T) {
 
 // longLived starts a container that runs until the test ends: the host image, its system
 // mounts, the kernel at docker.KernelPath and ws at /work, with an init that reaps orphans.
-func longLived(t testing.TB, cli *client.Client, img, kernel, ws string) string {
+func longLived(t testing.TB, _ *client.Client, img, kernel, ws string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -67,24 +68,14 @@ func longLived(t testing.TB, cli *client.Client, img, kernel, ws string) string 
 		}
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Host, Target: m.Sandbox, ReadOnly: true})
 	}
-	labels := map[string]string{docker.LabelManaged: "1"}
-	for k, v := range testLabels {
-		labels[k] = v
-	}
-	init := true
-	c, err := cli.ContainerCreate(ctx, &container.Config{
-		Image: img, Cmd: []string{"sleep", "infinity"}, Env: sandboxEnv, Labels: labels, WorkingDir: "/work",
-	}, &container.HostConfig{Mounts: mounts, Init: &init, NetworkMode: "none", Tmpfs: map[string]string{"/tmp": ""}}, nil, nil, randomName("paddock-box-"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true})
-	})
-	if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return c.ID
+	c := runContainer(t, ctx, img, testcontainers.WithCmd("sleep", "infinity"), testcontainers.WithName(randomName("paddock-box-")),
+		testcontainers.WithTmpfs(map[string]string{"/tmp": ""}),
+		testcontainers.WithConfigModifier(func(cfg *container.Config) { cfg.Env, cfg.WorkingDir = sandboxEnv, "/work" }),
+		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			init := true
+			hc.Mounts, hc.Init = mounts, &init
+		}))
+	return c.GetContainerID()
 }
 
 // boxProcesses returns those of pids that still run in the container.
