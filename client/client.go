@@ -19,7 +19,6 @@ import (
 
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/errdefs"
-	"github.com/paddockhq/paddock/orchestrator"
 )
 
 // Client talks to one daemon.
@@ -79,16 +78,6 @@ func (e *Error) Code() string { return e.API.Code }
 
 // Class is the error's class, as the daemon's status says it.
 func (e *Error) Class() errdefs.Class { return errdefs.FromHTTPStatus(e.Status) }
-
-// As maps an answer of code shell_approval_gone to *orchestrator.GoneError, so clients
-// handle a late answer as an embedded session's.
-func (e *Error) As(target any) bool {
-	if g, ok := target.(**orchestrator.GoneError); ok && e.API.Code == "shell_approval_gone" {
-		*g = &orchestrator.GoneError{}
-		return true
-	}
-	return false
-}
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
@@ -177,14 +166,14 @@ func (c *Client) Bash(ctx context.Context, id string, req api.BashRequest) (api.
 }
 
 // Read reads a file through the session.
-func (c *Client) Read(ctx context.Context, id, path string) (orchestrator.FSReply, error) {
-	var r orchestrator.FSReply
-	return r, c.do(ctx, "POST", sp(id, "fs", "read"), orchestrator.FSReadRequest{Path: path}, &r)
+func (c *Client) Read(ctx context.Context, id, path string) (api.FSReply, error) {
+	var r api.FSReply
+	return r, c.do(ctx, "POST", sp(id, "fs", "read"), api.FSReadRequest{Path: path}, &r)
 }
 
 // Write writes a file through the session.
-func (c *Client) Write(ctx context.Context, id string, req orchestrator.FSWriteRequest) (orchestrator.FSReply, error) {
-	var r orchestrator.FSReply
+func (c *Client) Write(ctx context.Context, id string, req api.FSWriteRequest) (api.FSReply, error) {
+	var r api.FSReply
 	return r, c.do(ctx, "POST", sp(id, "fs", "write"), req, &r)
 }
 
@@ -200,7 +189,8 @@ func (c *Client) Children(ctx context.Context, id string) ([]api.Session, error)
 	return s, c.do(ctx, "GET", sp(id, "children"), nil, &s)
 }
 
-// Answer answers a question; a late one gets an error that is an *orchestrator.GoneError
+// Answer answers a question; a late one gets an error of class errdefs.Gone (code
+// shell_approval_gone)
 // to errors.As.
 func (c *Client) Answer(ctx context.Context, id, question string, a api.AnswerRequest) error {
 	return c.do(ctx, "POST", sp(id, "questions", url.PathEscape(question), "answer"), a, nil)
@@ -334,8 +324,8 @@ func (c *Client) Host() string { return "unix://" + c.socket }
 
 // Collect waits for a child started with a script (timeout "": to its end), closes it and
 // hands its workspace back: the child's report.
-func (c *Client) Collect(ctx context.Context, id, child, timeout string) (orchestrator.Collected, error) {
-	var rep orchestrator.Collected
+func (c *Client) Collect(ctx context.Context, id, child, timeout string) (api.Collected, error) {
+	var rep api.Collected
 	p := sp(id, "children", url.PathEscape(child), "collect")
 	if timeout != "" {
 		p += "?timeout=" + url.QueryEscape(timeout)

@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/paddockhq/paddock/daemon/api"
-	"github.com/paddockhq/paddock/orchestrator"
 )
 
 // RunOptions say how a script runs in a session of its own.
@@ -20,7 +19,7 @@ type RunOptions struct {
 	Output func(fd int, data string)
 	// Questions, when set, is told of each question of the session and of its settling; the
 	// stream is then interactive (the session's questions wait for an answer: Answer).
-	Questions func(orchestrator.Event)
+	Questions func(api.Event)
 }
 
 // Ran is what came of a script run in a session of its own: the call's answer, and the
@@ -67,9 +66,9 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (*Ran, error) {
 				return
 			}
 			switch e.Kind {
-			case orchestrator.EventQuestion, orchestrator.EventSettled:
+			case api.EventQuestion, api.EventSettled:
 				if o.Questions != nil {
-					o.Questions(orchestrator.Event{Kind: e.Kind, Question: e.Question, Settled: e.Settled})
+					o.Questions(e)
 				}
 			case api.EventOutput:
 				if o.Output != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +19,9 @@ import (
 	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/orchestrator/output"
-	"github.com/paddockhq/paddock/policy"
 )
 
 // nextKind reads a stream until an event of kind arrives.
@@ -37,7 +38,7 @@ func nextKind(t *testing.T, st *client.Stream, kind string) api.Event {
 	}
 }
 
-func stdout(r *orchestrator.Result) string {
+func stdout(r *api.Result) string {
 	var b strings.Builder
 	for _, s := range r.Steps {
 		b.WriteString(s.Stdout.Text)
@@ -104,15 +105,14 @@ func TestAPIQuestionAnsweredFromSecondClient(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	if r.r.End.Kind != orchestrator.Finished || stdout(r.r.Result) != "before\nafter\n" {
-		t.Errorf("result:\n%s", r.r.Result)
+		t.Errorf("result:\n%s", orchestrator.ResultOf(r.r.Result))
 	}
 	if _, err := os.Stat(filepath.Join(ws, "asked.txt")); err != nil {
 		t.Errorf("the approved step did not run: %v", err)
 	}
 	// A late answer is gone.
 	err = d.c.Answer(ctx, s.ID, q.Question.ID, api.AnswerRequest{Approve: false})
-	var gone *orchestrator.GoneError
-	if !errors.As(err, &gone) {
+	if c, code := errdefs.Of(err); c != errdefs.Gone || code != "shell_approval_gone" {
 		t.Errorf("late answer: %v, want shell_approval_gone", err)
 	}
 
@@ -131,7 +131,7 @@ func TestAPIQuestionAnsweredFromSecondClient(t *testing.T) {
 	}
 
 	// Files through the API, confined to the workspace.
-	if _, err := d.c.Write(ctx, s.ID, orchestrator.FSWriteRequest{Path: filepath.Join(ws, "w.txt"), Content: "written\n"}); err != nil {
+	if _, err := d.c.Write(ctx, s.ID, api.FSWriteRequest{Path: filepath.Join(ws, "w.txt"), Content: "written\n"}); err != nil {
 		t.Fatal(err)
 	}
 	rd, err := d.c.Read(ctx, s.ID, filepath.Join(ws, "w.txt"))
@@ -147,7 +147,7 @@ func TestAPIQuestionAnsweredFromSecondClient(t *testing.T) {
 	// secret, asked on the stream, refused by the answer.
 	werr := make(chan error, 1)
 	go func() {
-		_, err := d.c.Write(ctx, s.ID, orchestrator.FSWriteRequest{Path: filepath.Join(ws, ".npmrc"), Content: "//registry/:_authToken=x\n"})
+		_, err := d.c.Write(ctx, s.ID, api.FSWriteRequest{Path: filepath.Join(ws, ".npmrc"), Content: "//registry/:_authToken=x\n"})
 		werr <- err
 	}()
 	asked := make(chan api.Event, 1)
@@ -157,7 +157,7 @@ func TestAPIQuestionAnsweredFromSecondClient(t *testing.T) {
 		t.Fatalf("a secret write was not asked: %v", err)
 	case q = <-asked:
 	}
-	if !strings.Contains(q.Question.Command, "fs.write") || !q.Question.Effects.Has(policy.Secret) {
+	if !strings.Contains(q.Question.Command, "fs.write") || !slices.Contains(q.Question.Effects, "secret") {
 		t.Errorf("file access question %+v", q.Question)
 	}
 	if err := other.Answer(ctx, s.ID, q.Question.ID, api.AnswerRequest{Approve: false}); err != nil {
@@ -444,8 +444,8 @@ func TestAPIYesJobCapped(t *testing.T) {
 		sv.Dropped != sv.Written-capBytes || sv.Dropped <= 0 {
 		t.Fatalf("the artifact: %d bytes; the report %+v", len(b), sv)
 	}
-	if !strings.Contains(res.String(), fmt.Sprintf("%d bytes between them dropped", sv.Dropped)) {
-		t.Errorf("the result's text does not count what was dropped:\n%s", res)
+	if !strings.Contains(orchestrator.ResultOf(res).String(), fmt.Sprintf("%d bytes between them dropped", sv.Dropped)) {
+		t.Errorf("the result's text does not count what was dropped:\n%s", orchestrator.ResultOf(res))
 	}
 	jobs, err := d.c.Jobs(ctx, s.ID)
 	if err != nil || len(jobs) != 1 || jobs[0].Result == nil || jobs[0].Result.Saved == nil || *jobs[0].Result.Saved != *sv ||
@@ -612,11 +612,11 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"OpenRequest": api.OpenRequest{}, "Session": api.Session{}, "BashRequest": api.BashRequest{},
 		"Job": api.Job{}, "SpawnRequest": api.SpawnRequest{}, "AnswerRequest": api.AnswerRequest{},
 		"Event": api.Event{}, "Error": api.Error{}, "Health": api.Health{}, "Setting": api.Setting{}, "Settings": api.Settings{},
-		"Result": orchestrator.Result{}, "StepResult": orchestrator.StepResult{}, "End": orchestrator.End{},
-		"ArtifactReport": orchestrator.ArtifactReport{},
-		"Question":       orchestrator.Question{}, "Settlement": orchestrator.Settlement{},
-		"Collected": orchestrator.Collected{}, "SpawnedChild": orchestrator.SpawnedChild{},
-		"FSReadRequest": orchestrator.FSReadRequest{}, "FSWriteRequest": orchestrator.FSWriteRequest{}, "FSReply": orchestrator.FSReply{},
+		"Result": api.Result{}, "StepResult": api.StepResult{}, "End": api.End{},
+		"ArtifactReport": api.ArtifactReport{},
+		"Question":       api.Question{}, "Settlement": api.Settlement{},
+		"Collected": api.Collected{}, "SpawnedChild": api.SpawnedChild{},
+		"FSReadRequest": api.FSReadRequest{}, "FSWriteRequest": api.FSWriteRequest{}, "FSReply": api.FSReply{},
 	} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {

@@ -193,7 +193,7 @@ func (s *Server) runBash(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, 200, api.BashResponse{Result: res, Artifact: art})
+	writeJSON(w, 200, api.BashResponse{Result: res.API(), Artifact: art})
 }
 
 func (s *Server) fsHandler(typ string) http.HandlerFunc {

@@ -107,7 +107,7 @@ func (s *subscriber) Notify(e orchestrator.Event) {
 		return
 	}
 	h.seq++
-	ev := api.Event{Seq: h.seq, Session: h.session, Kind: e.Kind, Question: e.Question, Settled: e.Settled}
+	ev := api.Event{Seq: h.seq, Session: h.session, Kind: e.Kind, Question: e.Question.API(), Settled: e.Settled.API()}
 	var counted, settled bool
 	switch {
 	case e.Question != nil:

@@ -72,7 +72,7 @@ func runSteps(ctx context.Context, d *testDaemon, ws string, n, total int) ([]ti
 					return err
 				}
 				if r.End.Kind != orchestrator.Finished || len(r.Steps) != 1 || r.Steps[0].Stdout.Text != strconv.Itoa(i)+"\n" {
-					return fmt.Errorf("step %d: %s", i, r.Result)
+					return fmt.Errorf("step %d: %s", i, orchestrator.ResultOf(r.Result))
 				}
 			}
 			return nil

@@ -396,6 +396,7 @@ func (s *Server) recover() {
 	}
 	var all []found
 	parents := map[string]string{}
+	poolLeft, _ := os.ReadDir(filepath.Join(s.cfg.StateDir, listenIn))
 	dirs, _ := os.ReadDir(filepath.Join(s.cfg.StateDir, "sessions"))
 	for _, d := range dirs {
 		dir := filepath.Join(s.cfg.StateDir, "sessions", d.Name())
@@ -504,7 +505,7 @@ func (s *Server) recover() {
 		s.sessions[info.ID] = e
 		s.log.Warn("session from a previous daemon listed as ended", "session", info.ID, "reason", info.Reason)
 	}
-	s.dropListensLeft()
+	s.dropListensLeft(poolLeft)
 }
 
 // handBackLeft hands back every clone under handbacks/ that is not held and was not handed
@@ -527,7 +528,7 @@ func (s *Server) handBackLeft(held map[string]bool) {
 		}
 		s.log.Warn("a clone left by a previous daemon was handed back", "dir", dir, "parent", rep.Parent,
 			"taken", len(rep.Taken), "conflicts", len(rep.Conflicts))
-		s.dropClean(rep)
+		s.dropClean(rep.API())
 	}
 }
 
@@ -545,7 +546,7 @@ func (s *Server) handBackEnded(info *api.Session) {
 		info.Reason += fmt.Sprintf("; its workspace could not be handed back (it is kept in %s): %v", info.Clone.Dir, err)
 		return
 	}
-	info.Handback = rep
+	info.Handback = rep.API()
 	info.Reason += "; its workspace was handed back"
 }
 
@@ -605,7 +606,7 @@ func (s *Server) reopenChild(parent *entry, dir string, st stored) (*entry, erro
 	e := &entry{cfg: parent.cfg, hub: newHub(info.ID), dir: dir, noOT: parent.noOT,
 		spawn: st.Spawn, kernel: st.kernel(dir), artifacts: map[string]string{}, states: map[string]storedJob{}}
 	err := s.takeUp(ctx, e, st, func(k transport.Kernel, jobs []orchestrator.Restore) (*orchestrator.Session, error) {
-		return parent.s.ReopenChild(ctx, cc, info.Clone, k, jobs)
+		return parent.s.ReopenChild(ctx, cc, workspace.CloneReportOf(info.Clone), k, jobs)
 	})
 	if err != nil {
 		return nil, err
@@ -644,9 +645,9 @@ func (s *Server) takeUp(ctx context.Context, e *entry, st stored, open func(tran
 			}
 			info.Jobs[i].Saved = s.settleLost(info.ID, j)
 		case js.Ended:
-			info.Jobs[i].Done, info.Jobs[i].Result = true, js.Result
+			info.Jobs[i].Done, info.Jobs[i].Result = true, js.Result.API()
 			if js.Result != nil {
-				info.Jobs[i].Saved = js.Result.Saved
+				info.Jobs[i].Saved = js.Result.Saved.API()
 			}
 		default:
 			e.states[j.ID] = rec
@@ -667,7 +668,9 @@ func (s *Server) takeUp(ctx context.Context, e *entry, st stored, open func(tran
 		k.Kill()
 		return err
 	}
+	e.mu.Lock()
 	e.s = sess
+	e.mu.Unlock()
 	s.hubMetrics(e.hub)
 	for _, j := range sess.Jobs() {
 		s.persist(e, j)
@@ -766,7 +769,7 @@ func (k *keeper) Started(c *orchestrator.Session, cc orchestrator.ChildConfig, s
 	rec := &entry{dir: k.s.sessionDir(c.ID()), kernel: c.Listening(), isScripted: true,
 		spawn: &api.SpawnRequest{Name: cc.Name, Workspace: cc.Workspace, Env: cc.Env, Script: script}}
 	rec.info = api.Session{ID: c.ID(), State: api.Open, Workspace: c.Workspace(), Transport: info.Transport,
-		Parent: info.ID, Name: cc.Name, Mode: mode, Created: time.Now().UTC(), Clone: c.CloneReport(),
+		Parent: info.ID, Name: cc.Name, Mode: mode, Created: time.Now().UTC(), Clone: c.CloneReport().API(),
 		Jobs: []api.Job{{ID: j.ID(), Script: script}}}
 	parent.mu.Lock()
 	if parent.scripted == nil {
@@ -781,7 +784,7 @@ func (k *keeper) Started(c *orchestrator.Session, cc orchestrator.ChildConfig, s
 }
 
 func (k *keeper) Ended(rep orchestrator.Collected) {
-	k.s.dropClean(rep.Handback)
+	k.s.dropClean(rep.Handback.API())
 	parent := k.e.Load()
 	if parent == nil {
 		return
@@ -797,7 +800,7 @@ func (k *keeper) Ended(rep orchestrator.Collected) {
 
 // dropClean removes the directory of a hand-back in which nothing conflicted: it keeps
 // nothing.
-func (s *Server) dropClean(h *workspace.Report) {
+func (s *Server) dropClean(h *api.Report) {
 	if h != nil && len(h.Conflicts) == 0 && strings.HasPrefix(h.Dir, filepath.Join(s.cfg.StateDir, handbacks)+"/") {
 		os.RemoveAll(h.Dir)
 	}
@@ -834,17 +837,22 @@ func (s *Server) dropListen(dir string) {
 // directory in listenIn no session's kernel listens in: the warm kernels of that daemon's
 // pools, whose sandboxes the reaper then removes (it spares a listening kernel's sandbox
 // only while its directory is there).
-func (s *Server) dropListensLeft() {
+// left are the names in listenIn before any session was taken up: the sessions taken up
+// open pools of their own, whose warm kernels listen there too and are not to be removed.
+func (s *Server) dropListensLeft(left []os.DirEntry) {
 	held := map[string]bool{}
 	for _, e := range s.sessions {
+		e.mu.Lock()
 		held[e.kernel.Listen] = true
 		for _, r := range e.scripted {
+			r.mu.Lock()
 			held[r.kernel.Listen] = true
+			r.mu.Unlock()
 		}
+		e.mu.Unlock()
 	}
 	base := filepath.Join(s.cfg.StateDir, listenIn)
-	names, _ := os.ReadDir(base)
-	for _, d := range names {
+	for _, d := range left {
 		dir := filepath.Join(base, strings.TrimSuffix(d.Name(), ".log"))
 		if !held[dir] {
 			os.RemoveAll(filepath.Join(base, d.Name()))
@@ -882,7 +890,7 @@ func (s *Server) reopenScripted(parent *entry, dir string, st stored) error {
 	}
 	cc := orchestrator.ChildConfig{Name: info.Name, Workspace: info.Mode, Env: st.Spawn.Env, ID: info.ID,
 		Listen: filepath.Join(dir, listenDir), Key: st.Key}
-	_, j, err := parent.s.ReopenRun(ctx, cc, info.Clone, k, orchestrator.Restore{State: js})
+	_, j, err := parent.s.ReopenRun(ctx, cc, workspace.CloneReportOf(info.Clone), k, orchestrator.Restore{State: js})
 	if err != nil {
 		k.Kill()
 		return err
@@ -1024,7 +1032,7 @@ func (s *Server) spawn(ctx context.Context, parent *entry, req api.SpawnRequest)
 		spawn: spawn, kernel: child.Listening()}
 	e.info = api.Session{ID: id, State: api.Open, Workspace: child.Workspace(), Transport: info.Transport,
 		Parent: parent.info.ID, Name: req.Name, Mode: mode, Created: time.Now().UTC(),
-		BlockingBudget: info.BlockingBudget, NoOutputTimeout: info.NoOutputTimeout, Clone: child.CloneReport()}
+		BlockingBudget: info.BlockingBudget, NoOutputTimeout: info.NoOutputTimeout, Clone: child.CloneReport().API()}
 	if err := s.register(e); err != nil {
 		return nil, err
 	}
@@ -1054,7 +1062,7 @@ func (s *Server) describe(e *entry) api.Session {
 	arts := e.artifacts
 	e.mu.Unlock()
 	if e.s != nil {
-		info.Spawned = e.s.SpawnedChildren()
+		info.Spawned = orchestrator.SpawnedAPI(e.s.SpawnedChildren())
 		info.Jobs = nil
 		e.mu.Lock()
 		for _, j := range e.past {
@@ -1078,7 +1086,7 @@ func jobLess(a, b string) bool {
 }
 
 func describeJob(j *orchestrator.Job, arts map[string]string) api.Job {
-	out := api.Job{ID: j.ID(), Script: j.Script(), Result: j.Result()}
+	out := api.Job{ID: j.ID(), Script: j.Script(), Result: j.Result().API()}
 	out.Saved = out.Result.Saved
 	select {
 	case <-j.Done():
@@ -1136,9 +1144,9 @@ func (s *Server) closeSession(id string) (api.Session, error) {
 		if info.Mode == orchestrator.Isolated {
 			s.metrics.add(func(m *metrics) { m.handback.observe(time.Since(t0)) })
 		}
-		info.Handback = e.s.Handback()
+		info.Handback = e.s.Handback().API()
 		if info.Handback == nil {
-			info.Handback = synced
+			info.Handback = synced.API()
 		}
 		s.metrics.add(func(m *metrics) { m.open--; m.closed++ })
 	}
@@ -1297,14 +1305,14 @@ func (s *Server) watchJob(e *entry, j *orchestrator.Job, art string) {
 	e.mu.Lock()
 	for i := range e.info.Jobs {
 		if e.info.Jobs[i].ID == j.ID() {
-			e.info.Jobs[i].Done, e.info.Jobs[i].Result, e.info.Jobs[i].Saved = true, res, res.Saved
+			e.info.Jobs[i].Done, e.info.Jobs[i].Result, e.info.Jobs[i].Saved = true, res.API(), res.Saved.API()
 		}
 	}
 	e.mu.Unlock()
 	e.save()
 	s.countSteps(res)
 	s.metrics.add(func(m *metrics) { m.jobs[res.End.Kind]++ })
-	e.hub.publish(api.Event{Kind: api.EventJobEnd, Job: &api.Job{ID: j.ID(), Script: j.Script(), Done: true, Artifact: art, Result: res, Saved: res.Saved}})
+	e.hub.publish(api.Event{Kind: api.EventJobEnd, Job: &api.Job{ID: j.ID(), Script: j.Script(), Done: true, Artifact: art, Result: res.API(), Saved: res.Saved.API()}})
 }
 
 // ParseDuration is the daemon's reading of a duration setting (config.ParseDuration): "30s",
@@ -1327,7 +1335,7 @@ func (s *Server) Log() *slog.Logger { return s.log }
 
 // settleLost puts in order the artifact of a job lost with a previous daemon (its output
 // went past its cap, and that daemon died before it turned the file).
-func (s *Server) settleLost(session string, j api.Job) *orchestrator.ArtifactReport {
+func (s *Server) settleLost(session string, j api.Job) *api.ArtifactReport {
 	if j.Artifact == "" {
 		return nil
 	}
@@ -1339,5 +1347,5 @@ func (s *Server) settleLost(session string, j api.Job) *orchestrator.ArtifactRep
 		s.log.Info("a lost job's artifact was put in order", "session", session, "job", j.ID,
 			"written", rep.Written, "kept", rep.Kept, "dropped", rep.Dropped)
 	}
-	return rep
+	return rep.API()
 }

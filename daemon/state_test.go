@@ -284,7 +284,7 @@ func TestLostJobArtifactSettled(t *testing.T) {
 	if err != nil || len(jobs) != 1 || !jobs[0].Lost {
 		t.Fatalf("the jobs: %+v %v", jobs, err)
 	}
-	want := orchestrator.ArtifactReport{Written: 27, Kept: 10, Dropped: 17, Head: 5, Tail: 5, Cap: 10}
+	want := api.ArtifactReport{Written: 27, Kept: 10, Dropped: 17, Head: 5, Tail: 5, Cap: 10}
 	if sv := jobs[0].Saved; sv == nil || *sv != want {
 		t.Errorf("the lost job's saved: %+v", sv)
 	}

@@ -14,21 +14,20 @@ import (
 	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
-	"github.com/paddockhq/paddock/workspace"
 )
 
 // Child is one child's line of the combined report.
 type Child struct {
-	Index     int                        `json:"index"`
-	Name      string                     `json:"name"`
-	Status    int                        `json:"status"`
-	End       string                     `json:"end"` // finished, exited, refused, failed
-	Error     string                     `json:"error,omitempty"`
-	Taken     []workspace.Change         `json:"taken"`
-	Conflicts []workspace.ConflictedPath `json:"conflicts"`
-	Dir       string                     `json:"dir,omitempty"` // where its conflicts/ and handback.json are
-	Result    *orchestrator.Result       `json:"result,omitempty"`
-	Clone     *workspace.CloneReport     `json:"clone,omitempty"`
+	Index     int                  `json:"index"`
+	Name      string               `json:"name"`
+	Status    int                  `json:"status"`
+	End       string               `json:"end"` // finished, exited, refused, failed
+	Error     string               `json:"error,omitempty"`
+	Taken     []api.Change         `json:"taken"`
+	Conflicts []api.ConflictedPath `json:"conflicts"`
+	Dir       string               `json:"dir,omitempty"` // where its conflicts/ and handback.json are
+	Result    *api.Result          `json:"result,omitempty"`
+	Clone     *api.CloneReport     `json:"clone,omitempty"`
 }
 
 // Report is the combined report.
@@ -91,10 +90,10 @@ func Run(ctx context.Context, sp Spawner, o Options) *Report {
 				}
 			})
 			if c.Taken == nil {
-				c.Taken = []workspace.Change{}
+				c.Taken = []api.Change{}
 			}
 			if c.Conflicts == nil {
-				c.Conflicts = []workspace.ConflictedPath{}
+				c.Conflicts = []api.ConflictedPath{}
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -153,19 +152,20 @@ func (e *embedded) Child(ctx context.Context, i int, name, script string, spawne
 		c.Error = err.Error()
 		return c
 	}
-	c.Clone = child.CloneReport()
+	c.Clone = child.CloneReport().API()
 	res, err := child.Run(ctx, orchestrator.Call{Script: script, Budget: -1})
 	if err != nil {
 		c.Error = err.Error()
 	} else {
-		c.Result, c.End, c.Status = res, res.End.Kind, res.End.Status
+		c.Result, c.End, c.Status = res.API(), res.End.Kind, res.End.Status
 	}
 	if err := child.Close(); err != nil {
 		c.Error = err.Error()
 		c.End = orchestrator.Failed
 	}
 	if h := child.Handback(); h != nil {
-		c.Taken, c.Conflicts, c.Dir = h.Taken, h.Conflicts, h.Dir
+		hb := h.API()
+		c.Taken, c.Conflicts, c.Dir = hb.Taken, hb.Conflicts, hb.Dir
 	}
 	return c
 }

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
-	"github.com/paddockhq/paddock/workspace"
 )
 
 // spawner is a Spawner whose children record when they were cloned and ran.
@@ -40,12 +40,12 @@ func (s *spawner) Child(_ context.Context, i int, name, script string, spawned f
 	}
 	s.mu.Unlock()
 	c := Child{Index: i, Name: name, End: orchestrator.Finished,
-		Clone: &workspace.CloneReport{Warnings: []string{"no reflinks: " + name}}}
+		Clone: &api.CloneReport{Warnings: []string{"no reflinks: " + name}}}
 	switch i % 3 {
 	case 1:
 		c.Status = 1
 	case 2:
-		c.Conflicts = []workspace.ConflictedPath{{Path: "x"}}
+		c.Conflicts = []api.ConflictedPath{{Path: "x"}}
 	}
 	return c
 }

@@ -176,6 +176,20 @@ func TestDaemonRestartPooled(t *testing.T) {
 				t.Errorf("%s: session %s after the restart is not in its container: %v %+v", o.kind, id, err, r)
 			}
 		}
+		// A child spawned after the restart claims a warm kernel of the session's new pool,
+		// which listens where the next restart finds it.
+		kid, err := c.Spawn(ctx, o.id, api.SpawnRequest{Name: "later"})
+		if err != nil {
+			t.Fatalf("%s: a child after the restart: %v", o.kind, err)
+		}
+		if r, err := c.Bash(ctx, kid.ID, api.BashRequest{Script: "echo later"}); err != nil || r.End.Status != 0 {
+			t.Errorf("%s: a child after the restart: %v %+v", o.kind, err, r)
+		}
+		if l, sb := stored(kid.ID); sb == o.pool || !strings.HasPrefix(sb, "pool-") {
+			t.Errorf("%s: a child after the restart is not the new pool's: %q %q", o.kind, l, sb)
+		} else if _, err := os.Stat(filepath.Join(l, "kernel.sock")); err != nil {
+			t.Errorf("%s: the directory a child after the restart listens in: %v", o.kind, err)
+		}
 		g.open(t, "end")
 		job, err := c.Wait(ctx, o.id, o.job, "")
 		if err != nil {

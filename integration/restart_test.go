@@ -527,7 +527,7 @@ func TestListenAsContainerUser(t *testing.T) {
 }
 
 // nextQuestion reads a session's stream until a question comes.
-func nextQuestion(t *testing.T, st *client.Stream) orchestrator.Question {
+func nextQuestion(t *testing.T, st *client.Stream) api.Question {
 	t.Helper()
 	for {
 		e, err := st.Next()
@@ -597,7 +597,7 @@ func TestRestartAsksAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res := j.Result; res.End.Kind != orchestrator.Finished || len(res.Steps) != 3 || res.Steps[2].Stdout.Text != "b\n" {
-		t.Fatalf("the job after its answer: %s", res)
+		t.Fatalf("the job after its answer: %+v", res)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "asked")); err != nil {
 		t.Errorf("the approved step did not run: %v", err)

@@ -562,6 +562,11 @@ func sedRule(u *use, args []string) {
 				u.path(o.value)
 			}
 		}
+		// A script given with it (-e) is judged as one of other forms: its words may be
+		// the files it reads and writes.
+		for _, s := range a.values("-e", "--expression") {
+			sedScriptFiles(u, s)
+		}
 		operandWords(u, args)
 		for _, o := range a.operands {
 			u.newIn(path.Dir(o)) // -i writes a new file beside each it edits
@@ -573,10 +578,7 @@ func sedRule(u *use, args []string) {
 			// A script of other forms may read and write files it names (r, w, s///w) and
 			// run programs (e): exec and write, and its words may be those files.
 			u.own |= Exec | Write
-			u.newIn(".")
-			for _, f := range strings.Fields(s) {
-				u.path(f)
-			}
+			sedScriptFiles(u, s)
 		}
 	}
 	if inPlace {
@@ -587,6 +589,15 @@ func sedRule(u *use, args []string) {
 		if inPlace {
 			u.newIn(path.Dir(f)) // the edit is a new file beside it, renamed over it
 		}
+	}
+}
+
+// sedScriptFiles names what a sed script of other forms than the known-safe ones may read
+// and write: each of its words, and a new file in the directory (w makes one).
+func sedScriptFiles(u *use, script string) {
+	u.newIn(".")
+	for _, f := range strings.Fields(script) {
+		u.path(f)
 	}
 }
 

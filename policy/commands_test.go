@@ -45,6 +45,10 @@ func TestCommandOptions(t *testing.T) {
 		{"", "sed 's/a/b/w out' f", "exec,read,write"},
 		{"", "sed -e p -e 'w out' f", "exec,read,write"},
 		{"", "sed -f script.sed f", "exec,read,write"},
+		// Beside a script file, a script's words still name what it writes.
+		{"", "sed -f script.sed -e 'w /tmp/out' f", "exec,outside,read,write"},
+		{"", "sed -e 'w .git/hooks/pre-commit' -f script.sed f", "exec,protected,read,write"},
+		{"", "sed --expression='w /home/u/.ssh/authorized_keys' --debug f", "exec,read,secret,write"},
 		{"", "sed --debug p f", "exec,read,write"},
 		{"", "sed --s p f", "exec,read,write"}, // --s may be --sandbox: outside the safe options
 		{"", "sed -E -n -e '1,/re/{s/a/b/gI;p}' f", "read"},

@@ -281,13 +281,24 @@ func (p *Pool) Reattach(ctx context.Context, spec transport.Spec) (transport.Ker
 	if err != nil {
 		return nil, err
 	}
-	return &reattached{Kernel: k, at: transport.Spec{Session: spec.Session, Listen: spec.Listen, Key: spec.Key}}, nil
+	r := &reattached{Kernel: k, at: transport.Spec{Session: spec.Session, Listen: spec.Listen, Key: spec.Key}}
+	if p.cfg.ListenIn != "" && filepath.Dir(spec.Listen) == p.cfg.ListenIn {
+		r.own = spec.Listen // a warm kernel's a session had claimed
+	}
+	return r, nil
 }
 
 // reattached is a kernel reached again, and where it listens.
 type reattached struct {
 	transport.Kernel
-	at transport.Spec
+	at  transport.Spec
+	own string // the directory it listens in, when the pool's: it goes with the kernel
+}
+
+func (k *reattached) Kill() error {
+	err := k.Kernel.Kill()
+	removeListen(k.own)
+	return err
 }
 
 func (k *reattached) Resume() (wire.Resume, bool) { return resumeOf(k.Kernel) }
@@ -489,7 +500,7 @@ func ask(ctx context.Context, k transport.Kernel, typ string, v any) ([]byte, er
 			f, err := wire.Decode(line)
 			if err == nil && f.Event == wire.EventReply && f.ID == id {
 				if f.Status != wire.StatusOK {
-					done <- result{err: fmt.Errorf("%s: %w", typ, f.Error)}
+					done <- result{before: before, err: fmt.Errorf("%s: %w", typ, f.Error)}
 					return
 				}
 				done <- result{before: before}
@@ -604,6 +615,9 @@ func (k *kernel) claim(spec transport.Spec, log *slog.Logger, answered func()) e
 	cancel()
 	var we *wire.Error
 	if errors.As(err, &we) {
+		// Answered, with a refusal: the kernel is as it was, its answer read.
+		k.answers++
+		k.prefix = append(k.prefix, before...)
 		return fmt.Errorf("%w: %v", errSessionDir, we)
 	}
 	if err != nil {
@@ -659,9 +673,11 @@ func (k *kernel) ListenSpec() transport.Spec {
 func (k *kernel) Stdin() io.WriteCloser { return k.inner.Stdin() }
 func (k *kernel) Stdout() io.Reader     { return k.stdout }
 
+// Kill ends a claimed kernel, and removes the directory it listened in: its session ends.
 func (k *kernel) Kill() error {
 	err := k.inner.Kill()
 	k.waitRelabel()
+	removeListen(k.at.Listen)
 	return err
 }
 

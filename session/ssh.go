@@ -50,7 +50,9 @@ func (sshProvider) Open(ctx context.Context, r *Request) (*Opened, error) {
 	if !box.SFTP {
 		op.Notices = append(op.Notices, fmt.Sprintf("ssh box %s has no sftp subsystem; files are copied over exec channels (cat, tar)", host))
 	}
-	if kt.SSH.Sync {
+	// A session taken up again was synced when its first opening gave what to resume by,
+	// whatever the settings say now: its kernel works in the box's copy.
+	if kt.SSH.Sync || r.Resume != "" {
 		s, err := startSync(ctx, t, r.Workspace, r.Resume)
 		if err != nil {
 			return nil, err
@@ -88,7 +90,7 @@ func startSync(ctx context.Context, t *ssh.Transport, parent, resume string) (*s
 		return nil, err
 	}
 	if resume != "" {
-		if filepath.Dir(resume) != filepath.Join(cache, "paddock", "sync") {
+		if b := filepath.Base(resume); filepath.Dir(resume) != filepath.Join(cache, "paddock", "sync") || b == "." || b == ".." {
 			return nil, fmt.Errorf("ssh: sync: %s is no synced workspace of this user's", resume)
 		}
 		t.Pool = &ssh.Pool{}

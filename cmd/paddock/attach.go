@@ -123,11 +123,11 @@ func attach(ctx context.Context, c *client.Client, id string, in io.Reader, out,
 			switch e.Kind {
 			case orchestrator.EventQuestion:
 				if term != nil && e.Question != nil {
-					term.Notify(orchestrator.Event{Kind: e.Kind, Question: e.Question})
+					term.Notify(orchestrator.EventOf(e.Kind, e.Question, nil))
 				}
 			case orchestrator.EventSettled:
 				if term != nil && e.Settled != nil {
-					term.Notify(orchestrator.Event{Kind: e.Kind, Settled: e.Settled})
+					term.Notify(orchestrator.EventOf(e.Kind, nil, e.Settled))
 				}
 			default:
 				if printEvent(e, id, out, errOut) {

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/internal/peer"
 
 	"github.com/paddockhq/paddock/client"
@@ -91,8 +91,7 @@ func TestDaemonDockerSession(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "made.txt")); err != nil {
 		t.Errorf("the approved step's file: %v", err)
 	}
-	var gone *orchestrator.GoneError
-	if err := second.Answer(ctx, s.ID, q.Question.ID, api.AnswerRequest{}); !errors.As(err, &gone) {
+	if err := second.Answer(ctx, s.ID, q.Question.ID, api.AnswerRequest{}); !isGone(err) {
 		t.Errorf("a late answer: %v", err)
 	}
 
@@ -142,7 +141,13 @@ func TestDaemonDockerSession(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the killed job's process is still there:\n%s", r.Result)
+			t.Fatalf("the killed job's process is still there:\n%s", orchestrator.ResultOf(r.Result))
 		}
 	}
+}
+
+// isGone reports whether err is a late answer's.
+func isGone(err error) bool {
+	c, _ := errdefs.Of(err)
+	return c == errdefs.Gone
 }

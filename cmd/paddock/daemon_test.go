@@ -122,7 +122,7 @@ var daemonCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 		} else {
 			ts.Setenv(args[0], r.End.Kind)
 		}
-		fmt.Fprint(ts.Stdout(), r.Result.String())
+		fmt.Fprint(ts.Stdout(), orchestrator.ResultOf(r.Result).String())
 	},
 }
 

@@ -133,7 +133,7 @@ func fanoutEmbedded(ctx context.Context, cmd *cobra.Command, workspaceDir, state
 	}
 	return fanout.Embedded(root, func() {
 		rep, err := p.Finish(context.Background())
-		showHandback(cmd.ErrOrStderr(), rep) // the root's workspace, synced to a box
+		showHandback(cmd.ErrOrStderr(), rep.API()) // the root's workspace, synced to a box
 		if err != nil {
 			fmt.Fprintln(cmd.ErrOrStderr(), "paddock:", err)
 		}

@@ -111,7 +111,7 @@ func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script 
 			t = prompt.New(os.Stdin, errOut, func(q string, a orchestrator.Answer) error {
 				return c.Answer(ctx, id, q, api.AnswerRequest{Approve: a.Approve, ForSession: a.ForSession, Client: "terminal"})
 			})
-			o.Questions = t.Notify
+			o.Questions = func(e api.Event) { t.Notify(orchestrator.EventOf(e.Kind, e.Question, e.Settled)) }
 		}
 	}
 	ran, err := c.Run(ctx, o)
@@ -128,7 +128,7 @@ func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script 
 			return err
 		}
 	} else if res.End.Kind == orchestrator.Refused {
-		fmt.Fprintln(errOut, "paddock:", strings.Trim(res.End.String(), "[]"))
+		fmt.Fprintln(errOut, "paddock:", strings.Trim(orchestrator.EndOf(res.End).String(), "[]"))
 	}
 	if res.End.Status != 0 {
 		return outcome(res.End.Status, nil)

@@ -42,7 +42,7 @@ func newJobsCmd() *cobra.Command {
 		},
 	}
 	// show prints a job's result as run prints one; the exit status is the job's.
-	show := func(cmd *cobra.Command, res *orchestrator.Result) error {
+	show := func(cmd *cobra.Command, res *api.Result) error {
 		if asJSON {
 			return printJSON(cmd.OutOrStdout(), res)
 		}

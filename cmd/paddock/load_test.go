@@ -139,7 +139,7 @@ func dockerSteps(ctx context.Context, c *client.Client, ws string, n, total int)
 					return err
 				}
 				if r.End.Kind != orchestrator.Finished || r.Steps[0].Stdout.Text != strconv.Itoa(i)+"\n" {
-					return fmt.Errorf("step %d: %s", i, r.Result)
+					return fmt.Errorf("step %d: %s", i, orchestrator.ResultOf(r.Result))
 				}
 			}
 			return nil

@@ -27,15 +27,15 @@ func jobState(j api.Job) string {
 }
 
 // resultText is a result as run prints it.
-func resultText(r *orchestrator.Result) string {
+func resultText(r *api.Result) string {
 	if r == nil {
 		return "[no result recorded]\n"
 	}
-	return r.String()
+	return orchestrator.ResultOf(r).String()
 }
 
 // resultStatus is the exit status a result gives the CLI.
-func resultStatus(r *orchestrator.Result) int {
+func resultStatus(r *api.Result) int {
 	if r == nil {
 		return 1
 	}
@@ -85,7 +85,7 @@ func printEvent(e api.Event, id string, out, errOut io.Writer) (closed bool) {
 		case e.Job.Lost:
 			end = "[lost]"
 		case e.Job.Result != nil:
-			end = e.Job.Result.End.String()
+			end = orchestrator.EndOf(e.Job.Result.End).String()
 		}
 		fmt.Fprintf(errOut, "paddock: job %s: %s\n", e.Job.ID, end)
 	case api.EventClosed:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/internal/prompt"
+	"github.com/paddockhq/paddock/orchestrator"
 )
 
 // What a daemon sends is printed whatever parts it lacks: a lost job with no result, an
@@ -42,7 +43,7 @@ func FuzzDaemonRecords(f *testing.F) {
 		if json.Unmarshal(b, &e) == nil {
 			printEvent(e, "s", io.Discard, io.Discard)
 			if e.Question != nil {
-				prompt.Render(*e.Question)
+				prompt.Render(*orchestrator.EventOf(e.Kind, e.Question, nil).Question)
 			}
 		}
 		var r api.BashResponse

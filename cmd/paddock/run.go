@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/internal/prompt"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/orchestrator/output"
@@ -30,7 +31,7 @@ func init() { commands = append(commands, newRunCmd) }
 var runKeys = session.RunKeys()
 
 // showHandback says what came back of a workspace copied to a box; nothing when none was.
-func showHandback(errOut io.Writer, rep *workspace.Report) {
+func showHandback(errOut io.Writer, rep *api.Report) {
 	if rep == nil {
 		return
 	}
@@ -45,7 +46,7 @@ func showHandback(errOut io.Writer, rep *workspace.Report) {
 func finish(s *orchestrator.Session, p *session.Prepared, errOut io.Writer) (*workspace.Report, error) {
 	err := s.Close()
 	rep, ferr := p.Finish(context.Background())
-	showHandback(errOut, rep)
+	showHandback(errOut, rep.API())
 	if ferr != nil {
 		fmt.Fprintln(errOut, "paddock:", ferr)
 	}

@@ -2,12 +2,7 @@
 // daemon) and the Go client (package client), and the table of its routes.
 package api
 
-import (
-	"time"
-
-	"github.com/paddockhq/paddock/orchestrator"
-	"github.com/paddockhq/paddock/workspace"
-)
+import "time"
 
 // Version is the API's version, the first segment of every session path.
 const Version = "v1"
@@ -120,10 +115,10 @@ type Session struct {
 	Children        []string  `json:"children,omitempty"`
 	// Spawned are the children started with a script (a spawn request with a script, or
 	// session.spawn from the sandbox), collected with .../children/{child}/collect.
-	Spawned  []orchestrator.SpawnedChild `json:"spawned,omitempty"`
-	Jobs     []Job                       `json:"jobs,omitempty"`
-	Clone    *workspace.CloneReport      `json:"clone,omitempty"`
-	Handback *workspace.Report           `json:"handback,omitempty"`
+	Spawned  []SpawnedChild `json:"spawned,omitempty"`
+	Jobs     []Job          `json:"jobs,omitempty"`
+	Clone    *CloneReport   `json:"clone,omitempty"`
+	Handback *Report        `json:"handback,omitempty"`
 	// HandbackError says why a workspace synced to a box could not be handed back (the box's
 	// version is kept in the local copy it names); the session closed all the same.
 	HandbackError string   `json:"handbackError,omitempty"`
@@ -139,18 +134,18 @@ type BashRequest struct {
 
 // Job describes a job.
 type Job struct {
-	ID       string               `json:"id"`
-	Script   string               `json:"script"`
-	Done     bool                 `json:"done"`
-	Artifact string               `json:"artifact,omitempty"` // the file holding all its output
-	Result   *orchestrator.Result `json:"result,omitempty"`
+	ID       string  `json:"id"`
+	Script   string  `json:"script"`
+	Done     bool    `json:"done"`
+	Artifact string  `json:"artifact,omitempty"` // the file holding all its output
+	Result   *Result `json:"result,omitempty"`
 	// Lost: the job's kernel ended with a daemon that was killed; its artifact holds the
 	// output it had produced by then.
 	Lost bool `json:"lost,omitempty"`
 	// Saved says what the artifact holds of the job's output (as the result's saved does;
 	// for a lost job, which has no result, only here): past output.artifactBytes its first and
 	// last bytes, and how many between them it dropped.
-	Saved *orchestrator.ArtifactReport `json:"saved,omitempty"`
+	Saved *ArtifactReport `json:"saved,omitempty"`
 }
 
 // SpawnRequest spawns a child.
@@ -170,23 +165,25 @@ type AnswerRequest struct {
 	Client     string `json:"client,omitempty"`
 }
 
-// Event kinds of the stream, beside the orchestrator's question and settled.
+// Event kinds of the stream.
 const (
-	EventOutput = "output"  // a step's output as it is produced
-	EventJobEnd = "job_end" // a job ended
-	EventClosed = "closed"  // the session closed; the stream ends
+	EventQuestion = "question" // a step asks; answer it with .../answers/{question}
+	EventSettled  = "settled"  // a question is settled; answers to it are refused now
+	EventOutput   = "output"   // a step's output as it is produced
+	EventJobEnd   = "job_end"  // a job ended
+	EventClosed   = "closed"   // the session closed; the stream ends
 )
 
 // Event is one event of a session's stream (the data of one server-sent event, whose event
 // name is Kind).
 type Event struct {
-	Seq      int64                    `json:"seq"`
-	Kind     string                   `json:"kind"`
-	Session  string                   `json:"session"`
-	Question *orchestrator.Question   `json:"question,omitempty"`
-	Settled  *orchestrator.Settlement `json:"settled,omitempty"`
-	Output   *Output                  `json:"output,omitempty"`
-	Job      *Job                     `json:"job,omitempty"`
+	Seq      int64       `json:"seq"`
+	Kind     string      `json:"kind"`
+	Session  string      `json:"session"`
+	Question *Question   `json:"question,omitempty"`
+	Settled  *Settlement `json:"settled,omitempty"`
+	Output   *Output     `json:"output,omitempty"`
+	Job      *Job        `json:"job,omitempty"`
 }
 
 // Output is a chunk of a step's output.
@@ -207,6 +204,6 @@ const (
 // BashResponse answers a bash call: the result, and the file that holds the call's whole
 // output when it was kept (the call detached, or its output was cut).
 type BashResponse struct {
-	*orchestrator.Result
+	*Result
 	Artifact string `json:"artifact,omitempty"`
 }

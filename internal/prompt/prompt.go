@@ -5,13 +5,13 @@ package prompt
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"unicode"
 
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/orchestrator"
 )
 
@@ -100,8 +100,7 @@ func (t *Terminal) Run(ctx context.Context) error {
 				a.Approve, a.ForSession = true, true
 			}
 			err := t.answer(q.ID, a)
-			var gone *orchestrator.GoneError
-			if errors.As(err, &gone) {
+			if c, _ := errdefs.Of(err); err != nil && c == errdefs.Gone {
 				fmt.Fprintln(t.out, "(already settled)")
 			} else if err != nil {
 				return err

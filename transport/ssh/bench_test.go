@@ -85,6 +85,28 @@ func BenchmarkTrueStep(b *testing.B) {
 			}
 		}
 	})
+	// A daemon's session: the kernel listens on the box, its frames over a forwarded unix
+	// socket rather than the channel's standard streams.
+	b.Run("paddock-listening", func(b *testing.B) {
+		m, _ := pathmap.New(pathmap.Mount{Sandbox: dir, Host: dir})
+		s, err := orchestrator.Open(context.Background(), orchestrator.Config{Workspace: dir, Transport: bx.tr, PathMap: m,
+			Env: []string{"PATH=/usr/bin:/bin"}, Listen: filepath.Join(b.TempDir(), "kernel"), Key: "bench-key-0123456789abcdef0123456789"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		if s.Listening().Key == "" {
+			b.Fatal("the kernel does not listen")
+		}
+		ctx := context.Background()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			res, err := s.Bash(ctx, "/bin/true")
+			if err != nil || res.End.Status != 0 {
+				b.Fatal(err, res)
+			}
+		}
+	})
 	b.Run("ssh-per-command", func(b *testing.B) {
 		args := append(bx.srv.SSHArgs(), sshtest.Alias, "true")
 		for i := 0; i < b.N; i++ {

@@ -61,23 +61,33 @@ func (t *Transport) startListening(ctx context.Context, spec transport.Spec) (tr
 		return fail(err)
 	}
 	dir := remoteListen(b.home, spec.Listen)
-	if c, err := l.Conn.Dial("unix", path.Join(dir, transport.ListenSocket)); err == nil {
+	sock := path.Join(dir, transport.ListenSocket)
+	// Whether the box forwards to a unix socket: a dial to one that is not there yet is
+	// refused as a failed connection; a server that forwards none refuses the channel
+	// itself (prohibited, or a type it does not know).
+	why := ""
+	if len(sock) > maxSocketPath {
+		why = fmt.Sprintf("its socket's path would be too long (%s)", sock)
+	} else if c, err := l.Conn.Dial("unix", sock); err == nil {
 		c.Close() // a kernel of an earlier start listens there: its directory is replaced below
-	} else if oe := (*xssh.OpenChannelError)(nil); errors.As(err, &oe) && oe.Reason == xssh.Prohibited {
+	} else if oe := (*xssh.OpenChannelError)(nil); errors.As(err, &oe) && oe.Reason != xssh.ConnectionFailed {
+		why = "the box forwards to no unix socket (" + oe.Message + ")"
+	}
+	if why != "" {
 		s.Close()
 		l.Release()
 		if t.Stderr != nil {
-			fmt.Fprintf(t.Stderr, "paddock: %s forwards to no unix socket: the kernel serves its channel, and ends with this host\n", t.Host)
+			fmt.Fprintf(t.Stderr, "paddock: %s: the kernel on %s serves its channel, and ends with this host\n", why, t.Host)
 		}
 		spec.Listen, spec.Key = "", ""
 		return t.Start(ctx, spec)
 	}
-	if err := run(ctx, l.Conn, fmt.Sprintf("umask 077 && rm -rf %[1]s && mkdir -p %[1]s && cat > %[1]s/%[2]s",
-		Quote(dir), transport.ListenKey), spec.Key); err != nil {
+	if err := run(ctx, l.Conn, shell(fmt.Sprintf("umask 077 && rm -rf %[1]s && mkdir -p %[1]s && cat > %[1]s/%[2]s",
+		Quote(dir), transport.ListenKey)), spec.Key); err != nil {
 		return fail(fmt.Errorf("listen: prepare %s: %w", dir, err))
 	}
-	args := append([]string{"-listen", path.Join(dir, transport.ListenSocket), "-key-file", path.Join(dir, transport.ListenKey)}, spec.Args...)
-	cmd := fmt.Sprintf("echo $$ > %[1]s/pid && %[2]s </dev/null >>%[1]s/log 2>&1", Quote(dir), kernelCommand(spec.Cwd, spec.Env, l.kernel, args))
+	args := append([]string{"-listen", sock, "-key-file", path.Join(dir, transport.ListenKey)}, spec.Args...)
+	cmd := shell(fmt.Sprintf("echo $$ > %[1]s/pid && %[2]s </dev/null >>%[1]s/log 2>&1", Quote(dir), kernelCommand(spec.Cwd, spec.Env, l.kernel, args)))
 	if err := s.Start(cmd); err != nil {
 		return fail(fmt.Errorf("start the kernel: %w", err))
 	}
@@ -100,14 +110,13 @@ func (t *Transport) Reattach(ctx context.Context, spec transport.Spec) (transpor
 	}
 	dir := remoteListen(b.home, spec.Listen)
 	var out bytes.Buffer
-	if err := runOut(ctx, l.Conn, fmt.Sprintf("p=$(cat %s/pid) && kill -0 \"$p\" && echo \"$p\"", Quote(dir)), &out); err != nil {
+	if err := runOut(ctx, l.Conn, shell(kernelPid(dir)+` && echo "$p"`), &out); err != nil {
 		l.Release()
 		if lost := l.Conn.Lost(); lost != nil {
 			return nil, lost
 		}
 		return nil, fmt.Errorf("ssh: the kernel of session %s on %s does not run: %w", spec.Session, t.Host, transport.ErrGone)
 	}
-	pid := strings.TrimSpace(out.String())
 	s, err := l.Conn.NewSession()
 	if err != nil {
 		l.Release()
@@ -115,7 +124,7 @@ func (t *Transport) Reattach(ctx context.Context, spec transport.Spec) (transpor
 	}
 	// The kernel is no child of this host's: a channel that lives as long as it does says
 	// when it has ended.
-	if err := s.Start(fmt.Sprintf("while kill -0 %s 2>/dev/null; do sleep 1; done", Quote(pid))); err != nil {
+	if err := s.Start(shell("while " + kernelPid(dir) + "; do sleep 1; done")); err != nil {
 		s.Close()
 		l.Release()
 		return nil, &Error{Code: CodeBox, Host: t.Host, Err: err}
@@ -123,6 +132,19 @@ func (t *Transport) Reattach(ctx context.Context, spec transport.Spec) (transpor
 	r := &remote{host: t.Host, lease: l, dir: dir, watch: s, done: make(chan struct{})}
 	go r.wait()
 	return r.attach(ctx, spec.Key)
+}
+
+// maxSocketPath is the longest socket path a kernel listens on: a unix socket's address
+// holds 108 bytes, its end included.
+const maxSocketPath = 100
+
+// kernelPid is a script that sets p to the pid of the kernel listening in dir, and fails
+// when none runs: the pid file's pid must run, with the directory's socket on its command
+// line, so that a pid a box's reboot gave another process (the file in the home outlives
+// it) is never taken for the kernel's.
+func kernelPid(dir string) string {
+	sock := Quote(path.Join(dir, transport.ListenSocket))
+	return fmt.Sprintf(`p=$(cat %s) && kill -0 "$p" 2>/dev/null && tr '\0' '\n' < /proc/"$p"/cmdline | grep -qxF -- %s`, Quote(path.Join(dir, "pid")), sock)
 }
 
 // remote is a listening kernel on a box: watch is a channel that ends when it does (its
@@ -169,7 +191,7 @@ func (r *remote) attach(ctx context.Context, key string) (transport.Kernel, erro
 	}, key, r.done)
 	if err != nil {
 		var tail bytes.Buffer
-		runOut(context.Background(), r.lease.Conn, "tail -n 5 "+Quote(path.Join(r.dir, "log")), &tail)
+		runOut(context.Background(), r.lease.Conn, shell("tail -n 5 "+Quote(path.Join(r.dir, "log"))), &tail)
 		r.Kill()
 		return nil, &Error{Code: CodeBox, Host: r.host, Err: fmt.Errorf("the kernel does not listen in %s: %w (it said: %s)", r.dir, err, strings.TrimSpace(tail.String()))}
 	}
@@ -189,18 +211,21 @@ func (r *remote) Kill() error {
 		defer r.lease.Release()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		pidf := Quote(path.Join(r.dir, "pid"))
-		run(ctx, r.lease.Conn, "kill -TERM \"$(cat "+pidf+")\" 2>/dev/null", "")
-		t := time.NewTimer(Grace + 5*time.Second) // the kernel's own grace for what it started
-		defer t.Stop()
 		select {
-		case <-r.done:
-		case <-t.C:
-			run(ctx, r.lease.Conn, "kill -KILL -- -\"$(cat "+pidf+")\" 2>/dev/null", "")
-			r.watch.Close()
-			<-r.done
+		case <-r.done: // it has ended: no pid of its is signalled, which may be another's now
+		default:
+			run(ctx, r.lease.Conn, shell(kernelPid(r.dir)+` && kill -TERM "$p"`), "")
+			t := time.NewTimer(Grace + 5*time.Second) // the kernel's own grace for what it started
+			defer t.Stop()
+			select {
+			case <-r.done:
+			case <-t.C:
+				run(ctx, r.lease.Conn, shell(kernelPid(r.dir)+` && kill -KILL -- -"$p"`), "")
+				r.watch.Close()
+				<-r.done
+			}
 		}
-		run(ctx, r.lease.Conn, "rm -rf "+Quote(r.dir), "")
+		run(ctx, r.lease.Conn, shell("rm -rf "+Quote(r.dir)), "")
 	})
 	return nil
 }
