@@ -129,7 +129,12 @@ func TestListenOutlivesItsHost(t *testing.T) {
 	if a.resume.Last != 0 || a.resume.Replay != 0 || len(a.resume.Execs) != 0 {
 		t.Fatalf("a fresh kernel's resume: %+v", a.resume)
 	}
-	a.request("x1", wire.TypeExec, shell("for i in $(seq 1 60); do echo line$i; sleep 0.01; done; echo err >&2; exit 3"))
+	// The job prints three lines, then waits for the gate go, which the test makes once the
+	// first host is gone, prints the rest and says so with the file done.
+	gate := t.TempDir()
+	goFile, doneFile := filepath.Join(gate, "go"), filepath.Join(gate, "done")
+	a.request("x1", wire.TypeExec, shell(fmt.Sprintf("for i in 1 2 3; do echo line$i; done; while [ ! -e %s ]; do sleep 0.01; done; "+
+		"for i in $(seq 4 60); do echo line$i; done; echo err >&2; : > %s; exit 3", goFile, doneFile)))
 	var first strings.Builder
 	var n uint64
 	for first.Len() < len("line1\nline2\nline3\n") {
@@ -145,7 +150,23 @@ func TestListenOutlivesItsHost(t *testing.T) {
 	a.ack(n) // handled, but the exec is not released: the next host gets it again
 	a.c.Close()
 
-	time.Sleep(300 * time.Millisecond) // the job goes on with no host
+	// The job goes on with no host: the rest of its output comes while none is there.
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if _, err := os.Stat(doneFile); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job did not go on with no host")
+		}
+		select {
+		case <-l.done:
+			t.Fatal("the kernel ended with its host")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	if _, err := net.Dial("unix", l.sock); err != nil {
 		t.Fatal(err)
 	}
