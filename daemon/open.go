@@ -47,8 +47,8 @@ func RequestSettings(_ context.Context, req api.OpenRequest) (api.Settings, erro
 
 // RecoverSession is the daemon's recovery when its Config names none: the session's
 // provider cleans up what it left.
-func RecoverSession(ctx context.Context, s api.Session) string {
-	return session.Recover(ctx, s.Transport, s.ID)
+func RecoverSession(ctx context.Context, s api.Session, l session.Left) string {
+	return session.Recover(ctx, s.Transport, l)
 }
 
 // badOption is err as a bad request when it is an option's.

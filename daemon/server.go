@@ -69,7 +69,7 @@ type Config struct {
 	// Recover is asked about each session a previous daemon left open: it cleans up what
 	// the session's sandbox left (its containers) and says why the session ended. nil: the
 	// sessions are listed as ended with a general reason.
-	Recover func(ctx context.Context, s api.Session) (reason string)
+	Recover func(ctx context.Context, s api.Session, left session.Left) (reason string)
 	// Settings says what settings a session opened with a request would have; nil: the
 	// daemon cannot say (/v1/settings answers 501).
 	Settings func(ctx context.Context, req api.OpenRequest) (api.Settings, error)
@@ -485,7 +485,11 @@ func (s *Server) recover() {
 				info.Reason = "its kernel ended while no daemon held it (the daemon restarted)"
 			}
 			if s.cfg.Recover != nil {
-				if r := s.cfg.Recover(s.life, info); r != "" {
+				left := session.Left{Session: info.ID, Request: st.Request}
+				if st.Key != "" {
+					left.Kernel = st.kernel(dir)
+				}
+				if r := s.cfg.Recover(s.life, info, left); r != "" {
 					info.Reason = r + " (" + info.Reason + ")"
 				}
 			}

@@ -353,3 +353,72 @@ func TestDaemonRestartSynced(t *testing.T) {
 		}
 	}
 }
+
+// A synced ssh session that cannot be taken up (the local state of its copy went while no
+// daemon ran) is listed as ended, and its kernel on the box is ended with it, and what its
+// job ran: nothing of an agent's runs on a box with no host to answer for it.
+func TestDaemonRestartSyncedLost(t *testing.T) {
+	bin := paddockBinary(t)
+	srv := sshtest.Start(t)
+	home := srv.Home(t)
+	env := os.Environ()
+	dir, err := os.MkdirTemp("/tmp", "pd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "run", "paddock.sock")
+	state := filepath.Join(dir, "state")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	first, firstDone := startServe(t, bin, sock, state, env)
+	c, err := client.New("unix://" + sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ws := t.TempDir()
+	s, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "ssh", BlockingBudget: "300ms", Settings: map[string]string{
+		"kernelTransport.ssh.host": "box", "kernelTransport.ssh.kernelCache": filepath.Join(srv.Dir, "kernel-cache"),
+		"kernelTransport.ssh.sync": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	job, err := c.Bash(ctx, s.ID, api.BashRequest{Script: fmt.Sprintf("sh -c 'echo $$ > %s; exec sleep 600'", pidFile)})
+	if err != nil || job.End.Kind != orchestrator.Detached {
+		t.Fatalf("%v %+v", err, job)
+	}
+	var pid int
+	for pid == 0 {
+		b, _ := os.ReadFile(pidFile)
+		fmt.Sscan(string(b), &pid)
+		select {
+		case <-ctx.Done():
+			t.Fatal("the job did not start")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	first.Process.Signal(syscall.SIGKILL)
+	<-firstDone
+	syncs := filepath.Join(home, ".cache", "paddock", "sync")
+	if names, err := os.ReadDir(syncs); err != nil || len(names) != 1 {
+		t.Fatalf("the synced copies' local state: %v %v", names, err)
+	}
+	os.RemoveAll(syncs)
+
+	startServe(t, bin, sock, state, env, "--drain")
+	c.Close()
+	info, err := c.Session(ctx, s.ID)
+	if err != nil || info.State != api.Ended || !strings.Contains(info.Reason, "its kernel on box was ended") {
+		t.Fatalf("the session after the restart: %v %s (%s)", err, info.State, info.Reason)
+	}
+	for syscall.Kill(pid, 0) == nil {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the job's process %d still runs", pid)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -92,7 +92,8 @@ func openDocker(ctx context.Context, r *Request, cli *client.Client) (*Opened, e
 		Close: func(context.Context) (*workspace.Report, error) { return nil, cli.Close() }}, nil
 }
 
-func (dockerProvider) Recover(ctx context.Context, id string) string {
+func (dockerProvider) Recover(ctx context.Context, l Left) string {
+	id := l.Session
 	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
 	defer cancel()
 	cli, err := docker.Connect(ctx)
@@ -222,7 +223,8 @@ func containerdImage(ctx context.Context, cl *cdclient.Client, ref string) (stri
 	return images.ContainerdFromDocker(ctx, cli, cl, containerd.Namespace, "", ref, nil)
 }
 
-func (containerdProvider) Recover(ctx context.Context, id string) string {
+func (containerdProvider) Recover(ctx context.Context, l Left) string {
+	id := l.Session
 	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
 	defer cancel()
 	cli, err := containerd.Connect(ctx, containerdAddress())

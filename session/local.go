@@ -37,8 +37,8 @@ func (localProvider) Open(ctx context.Context, r *Request) (*Opened, error) {
 	return &Opened{Transport: &local.Transport{Stderr: r.Stderr}, Kernel: kernel, Env: environ.Local(r.Environ)}, nil
 }
 
-func (localProvider) Recover(context.Context, string) string { return "" }
-func (localProvider) Reap(context.Context) (int, error)      { return 0, nil }
+func (localProvider) Recover(context.Context, Left) string { return "" }
+func (localProvider) Reap(context.Context) (int, error)    { return 0, nil }
 
 // Check has nothing to check: the local transport is always there.
 func (localProvider) Check(context.Context) Check { return Check{} }
@@ -74,8 +74,8 @@ func (wrappedProvider) Open(ctx context.Context, r *Request) (*Opened, error) {
 	return &Opened{Transport: t, Kernel: kernel, Env: env, PathMap: pm, Notices: diags}, nil
 }
 
-func (wrappedProvider) Recover(context.Context, string) string { return "" }
-func (wrappedProvider) Reap(context.Context) (int, error)      { return 0, nil }
+func (wrappedProvider) Recover(context.Context, Left) string { return "" }
+func (wrappedProvider) Reap(context.Context) (int, error)    { return 0, nil }
 
 // Check has nothing to check: the wrapper command is the session's.
 func (wrappedProvider) Check(context.Context) Check { return Check{} }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/pathmap"
 	"github.com/paddockhq/paddock/workspace"
@@ -27,9 +28,9 @@ type Provider interface {
 	// what the session needs of it (kernel binary, environment, path map).
 	Open(ctx context.Context, r *Request) (*Opened, error)
 	// Recover cleans up after a session a host that died left open and that could not be
-	// taken up again (its containers), and says what it found; "" when the kind leaves
-	// nothing behind.
-	Recover(ctx context.Context, sessionID string) string
+	// taken up again (its containers, its kernel on a box), and says what it found; "" when
+	// the kind leaves nothing behind.
+	Recover(ctx context.Context, l Left) string
 	// Reap removes what host processes that died left running (their containers); it
 	// returns how many were removed. A kind that leaves nothing behind returns 0, nil.
 	Reap(ctx context.Context) (int, error)
@@ -123,13 +124,23 @@ func Providers() []Provider {
 	return ps
 }
 
+// Left is what a session a host that died left, for its provider to clean up.
+type Left struct {
+	Session string // its id
+	// Request is what opened it, a daemon's request; nil when not known.
+	Request *api.OpenRequest
+	// Kernel is where its kernel listens (transport.Reattacher's Spec); zero when it did
+	// not.
+	Kernel transport.Spec
+}
+
 // Recover asks the provider of kind to clean up after a session a host that died left.
-func Recover(ctx context.Context, kind, sessionID string) string {
+func Recover(ctx context.Context, kind string, l Left) string {
 	p, ok := Lookup(kind)
 	if !ok {
 		return ""
 	}
-	return p.Recover(ctx, sessionID)
+	return p.Recover(ctx, l)
 }
 
 // applies reports whether an option applies to a kind, and the kinds it applies to.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/environ"
 	"github.com/paddockhq/paddock/transport/ssh"
 	"github.com/paddockhq/paddock/workspace"
@@ -115,8 +117,41 @@ func startSync(ctx context.Context, t *ssh.Transport, parent, resume string) (*s
 	return s, nil
 }
 
-func (sshProvider) Recover(context.Context, string) string { return "" }
-func (sshProvider) Reap(context.Context) (int, error)      { return 0, nil }
+// Recover ends the kernel a session left listening on its box when the session cannot be
+// taken up (its opening fails: its settings, its synced copy's local state): no kernel, and
+// no job of an agent's, runs on a box with no host to answer for it. The box is the one
+// the session's request and the settings name now.
+func (sshProvider) Recover(ctx context.Context, l Left) string {
+	if l.Kernel.Key == "" || l.Request == nil {
+		return ""
+	}
+	o, _, err := FromRequest(*l.Request)
+	if err != nil {
+		return "its kernel on the box was not ended: " + oneLine(err)
+	}
+	s, err := Load(o)
+	if err != nil {
+		return "its kernel on the box was not ended: " + oneLine(err)
+	}
+	kt := s.Settings.KernelTransport.SSH
+	if kt.Host == "" {
+		return "its kernel on the box was not ended: no box is named now"
+	}
+	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
+	defer cancel()
+	t := &ssh.Transport{Host: kt.Host, KernelCache: kt.KernelCache}
+	defer t.Close()
+	k, err := t.Reattach(ctx, l.Kernel)
+	switch {
+	case errors.Is(err, transport.ErrGone):
+		return ""
+	case err != nil:
+		return fmt.Sprintf("its kernel on %s could not be reached to be ended: %v", kt.Host, oneLine(err))
+	}
+	k.Kill()
+	return fmt.Sprintf("its kernel on %s was ended", kt.Host)
+}
+func (sshProvider) Reap(context.Context) (int, error) { return 0, nil }
 
 // Check has nothing to check without a box: `paddock run --transport ssh` says what it finds.
 func (sshProvider) Check(context.Context) Check { return Check{} }
