@@ -90,7 +90,8 @@ func BenchmarkTrueStep(b *testing.B) {
 	b.Run("paddock-listening", func(b *testing.B) {
 		m, _ := pathmap.New(pathmap.Mount{Sandbox: dir, Host: dir})
 		s, err := orchestrator.Open(context.Background(), orchestrator.Config{Workspace: dir, Transport: bx.tr, PathMap: m,
-			Env: []string{"PATH=/usr/bin:/bin"}, Listen: filepath.Join(b.TempDir(), "kernel"), Key: "bench-key-0123456789abcdef0123456789"})
+			Env:    []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "LC_ALL=C"}, // as the open's above
+			Listen: filepath.Join(b.TempDir(), "kernel"), Key: "bench-key-0123456789abcdef0123456789"})
 		if err != nil {
 			b.Fatal(err)
 		}
