@@ -460,7 +460,7 @@ func (r *runner) out(w *output.Window, index, fd int, data []byte, skip int) {
 	if j := r.job; j != nil {
 		j.last.Store(time.Now().UnixNano())
 		j.mu.Lock()
-		if j.end != nil {
+		if j.ended() {
 			j.mu.Unlock()
 			return
 		}

@@ -26,7 +26,8 @@ type Job struct {
 	err      error           // guarded by mu
 	artifact *artifact       // guarded by mu; nil once the job ended
 	report   *ArtifactReport // guarded by mu: the artifact's, at the end
-	state    JobState        // guarded by mu: where the job is
+	state    JobState        // guarded by mu: where the job is, for a new host
+	life     jobState        // guarded by mu (jobLife)
 	persist  func(JobState)  // guarded by mu: set by Persist
 	forgets  []forgotten     // guarded by mu: execs to forget after the next checkpoint
 	written  atomic.Int64    // bytes written to the artifact (kept or dropped)
@@ -35,6 +36,12 @@ type Job struct {
 	done     chan struct{}
 	start    time.Time
 	cap      int64 // the artifact's cap; 0: none
+}
+
+// newJob makes a job, where its life begins: running for a call that starts it, detached for
+// one a new host takes up (its caller is gone).
+func newJob(id, script string, start time.Time, cap int64, life jobState) *Job {
+	return &Job{id: id, script: script, done: make(chan struct{}), start: start, cap: cap, life: life}
 }
 
 // ID returns the job's id.
@@ -50,7 +57,7 @@ func (j *Job) Done() <-chan struct{} { return j.done }
 func (j *Job) Result() *Result {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.end != nil {
+	if j.ended() {
 		return j.end
 	}
 	res := j.r.snapshot()
@@ -80,7 +87,7 @@ func (j *Job) Kill() { j.kill(End{Kind: Killed, Status: 137}) }
 // kill ends a live job at once with end (a kill: Killed), as Kill does.
 func (j *Job) kill(end End) {
 	j.mu.Lock()
-	if j.end != nil {
+	if !j.move(jobKill) {
 		j.mu.Unlock()
 		return
 	}
@@ -122,7 +129,7 @@ func (j *Job) close(art *artifact) {
 // finish is the script's own end; after a kill it changes nothing.
 func (j *Job) finish(res *Result, err error) {
 	j.mu.Lock()
-	if j.end != nil {
+	if !j.move(jobFinish) {
 		j.mu.Unlock()
 		return
 	}
@@ -215,6 +222,9 @@ func (s *Session) runBudgeted(ctx context.Context, call Call, budget time.Durati
 	if res.End.Kind != "" { // ended while the snapshot was taken
 		return res, nil
 	}
+	j.mu.Lock()
+	j.move(jobDetach) // refused if it ended since: the caller finds its end with Wait
+	j.mu.Unlock()
 	res.End = End{Kind: Detached, Job: j.id}
 	return res, nil
 }
@@ -222,16 +232,16 @@ func (s *Session) runBudgeted(ctx context.Context, call Call, budget time.Durati
 // startJob starts a call's script in the background, on the session's own lifetime.
 func (s *Session) startJob(call Call) (*Job, error) {
 	s.mu.Lock()
-	closed := s.closed
+	live := s.state == sessionLive
 	s.mu.Unlock()
-	if closed {
+	if !live {
 		return nil, ErrClosed
 	}
 	s.jobs.mu.Lock()
 	s.jobs.next++
 	id := fmt.Sprintf("%s-j%d", s.id, s.jobs.next)
 	s.jobs.mu.Unlock()
-	j := &Job{id: id, script: call.Script, done: make(chan struct{}), start: time.Now(), cap: s.cfg.ArtifactBytes}
+	j := newJob(id, call.Script, time.Now(), s.cfg.ArtifactBytes, jobLife.Start)
 	j.last.Store(j.start.UnixNano())
 	if call.Artifact != "" {
 		a, err := createArtifact(call.Artifact, output.Spill{Cap: j.cap})

@@ -491,7 +491,7 @@ func TestReopenAfterTheReply(t *testing.T) {
 	cut(s)
 	t.Cleanup(func() {
 		s.mu.Lock()
-		s.closed = true // the dead host starts no kernel of its own
+		s.state = sessionClosed // the dead host starts no kernel of its own
 		s.mu.Unlock()
 		close(release)
 	})

@@ -255,6 +255,7 @@ func Reopen(ctx context.Context, cfg Config, k transport.Kernel, jobs []Restore)
 	}
 	c := startConn(ctx, k, s.handlers(), s.log, adopt)
 	s.setConn(c)
+	s.move(sessionStarted)
 	for _, h := range orphans {
 		p := adopt[h.ID]
 		go func() {
@@ -310,7 +311,7 @@ func (s *Session) holdUntilReady() {
 // restoreJob makes a job from its state: its runner where the state says, its artifact
 // appended to.
 func (s *Session) restoreJob(js JobState, live func(step, fd int, data []byte)) (*Job, *runner, error) {
-	j := &Job{id: js.ID, script: js.Script, done: make(chan struct{}), start: js.Started, cap: js.ArtifactCap}
+	j := newJob(js.ID, js.Script, js.Started, js.ArtifactCap, jobDetached)
 	j.last.Store(time.Now().UnixNano()) // its silence is counted from when it is taken up
 	if js.Artifact != "" {
 		a, err := openArtifact(js.Artifact, output.Spill{Cap: js.ArtifactCap})

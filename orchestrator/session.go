@@ -131,8 +131,8 @@ type Session struct {
 	attachBy  atomic.Int64 // Unix nanoseconds: until then a question with no client waits for one
 
 	mu     sync.Mutex
-	c      *conn // guarded by mu; replaced after a protocol fault
-	closed bool  // guarded by mu
+	c     *conn        // guarded by mu; replaced after a protocol fault
+	state sessionState // guarded by mu (sessionLife)
 
 	listening atomic.Pointer[transport.Spec] // where c's kernel listens (Listening)
 }
@@ -171,11 +171,13 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	c, err := s.start(ctx)
 	if err != nil {
+		s.move(sessionFailed)
 		s.end()
 		s.audit.close()
 		return nil, err
 	}
 	s.setConn(c)
+	s.move(sessionStarted)
 	return s, nil
 }
 
@@ -242,7 +244,7 @@ func newSession(cfg Config) (*Session, error) {
 		}
 	}
 	s := &Session{cfg: cfg, id: cfg.ID, log: cfg.Log.With("session", cfg.ID), cwd: cwd,
-		parent: cfg.parent, name: cfg.name, child: cfg.child}
+		parent: cfg.parent, name: cfg.name, child: cfg.child, state: sessionLife.Start}
 	if s.audit, err = openAudit(auditFile(cfg), s.log); err != nil {
 		return nil, err
 	}
@@ -286,7 +288,7 @@ func (s *Session) start(ctx context.Context) (*conn, error) {
 func (s *Session) conn(ctx context.Context) (*conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.state != sessionLive {
 		return nil, ErrClosed
 	}
 	if s.c.alive() {
@@ -339,11 +341,10 @@ func (s *Session) Ping(ctx context.Context) (wire.Hello, error) {
 // workspace is handed back to its parent (Handback has the report).
 func (s *Session) Close() error {
 	s.mu.Lock()
-	if s.closed {
+	if !s.move(sessionClose) { // closing or closed already
 		s.mu.Unlock()
 		return nil
 	}
-	s.closed = true
 	c := s.c
 	s.mu.Unlock()
 	for _, j := range s.Jobs() {
@@ -363,7 +364,11 @@ func (s *Session) Close() error {
 	s.wg.Wait()
 	err := c.close()
 	s.audit.close()
-	if herr := s.handBack(context.Background()); herr != nil {
+	herr := s.handBack(context.Background())
+	s.mu.Lock()
+	s.move(sessionWoundDown)
+	s.mu.Unlock()
+	if herr != nil {
 		return herr
 	}
 	return err

@@ -126,7 +126,7 @@ func (s *Session) ReopenRun(ctx context.Context, cc ChildConfig, clone *workspac
 		if res == nil {
 			res = &Result{End: End{Kind: Failed, Status: 1, Job: js.ID, Message: "its end was not recorded"}}
 		}
-		j = &Job{id: js.ID, script: js.Script, done: make(chan struct{}), start: js.Started}
+		j = newJob(js.ID, js.Script, js.Started, 0, jobDetached)
 		j.finish(res, nil)
 		c.jobs.mu.Lock()
 		if c.jobs.all == nil {
