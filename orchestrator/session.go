@@ -130,7 +130,7 @@ type Session struct {
 	questions atomic.Int32 // questions of the session (and gatekeepers' decisions) under way
 	attachBy  atomic.Int64 // Unix nanoseconds: until then a question with no client waits for one
 
-	mu     sync.Mutex
+	mu    sync.Mutex
 	c     *conn        // guarded by mu; replaced after a protocol fault
 	state sessionState // guarded by mu (sessionLife)
 
