@@ -118,8 +118,8 @@ func (s *Server) recover() {
 			st.Session.Reason = "reattaching its kernel: " + err.Error()
 		}
 		info := st.Session
-		if info.State == api.Open {
-			info.State = api.Ended
+		if to, lost := entryLife.Next(entryState(info.State), entryLost); lost {
+			info.State = string(to)
 			if info.Reason == "" {
 				info.Reason = "its kernel ended while no daemon held it (the daemon restarted)"
 			}

@@ -130,7 +130,7 @@ type entry struct {
 	info      api.Session          // guarded by mu
 	states    map[string]storedJob // guarded by mu: where each detached job is
 	past      map[string]api.Job   // guarded by mu: jobs that ended before this daemon took the session up
-	gone      bool                 // guarded by mu: closed; its state directory goes
+	gone      bool                 // guarded by mu: its state directory is removed (see life.go)
 	children  []string             // guarded by mu
 	artifacts map[string]string    // guarded by mu: job id -> artifact file
 }
@@ -567,12 +567,11 @@ func (s *Server) closeSession(id string) (api.Session, error) {
 		s.metrics.add(func(m *metrics) { m.open--; m.closed++ })
 	}
 	s.dropClean(info.Handback)
-	if info.State == api.Open {
-		info.State = api.Closed
-	}
 	e.hub.close()
 	e.mu.Lock()
-	e.gone = true
+	e.move(entryClose) // one that ended stays ended in its last description
+	info.State = e.info.State
+	e.move(entryRemove)
 	at := e.kernel
 	e.mu.Unlock()
 	if err := os.RemoveAll(e.dir); err != nil {

@@ -203,7 +203,7 @@ func (s *Server) dropClean(h *api.Report) {
 // forget ends a record: its file goes, and nothing is saved any more.
 func (s *Server) forget(e *entry) {
 	e.mu.Lock()
-	e.gone = true
+	e.move(entryRemove)
 	at := e.kernel
 	e.mu.Unlock()
 	os.RemoveAll(e.dir)
