@@ -64,6 +64,10 @@ type Call struct {
 	Budget time.Duration
 	// Artifact, when set, is a file (created 0600) that receives every byte of output.
 	Artifact string
+	// Shell, when set, is the shell the call continues (its directory and variables) and
+	// leaves its own state in; nil: the call starts where the session does, and cd and
+	// export last for the call.
+	Shell *Shell
 }
 
 // RefusedStatus is the exit status of a script refused at a step.
@@ -107,6 +111,9 @@ func (s *Session) newRunner(call Call) (*runner, error) {
 		r.index[st] = i
 	}
 	r.sh.ReadDir, r.sh.IsDir = r.readDir, r.isDir
+	if call.Shell != nil {
+		call.Shell.load(r.sh)
+	}
 	return r, nil
 }
 
@@ -132,7 +139,20 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if !stop {
 		r.setEnd(End{Kind: Finished, Status: r.sh.Status})
 	}
+	if sh := r.call.Shell; sh != nil && r.sc.Grammar != script.Exec && !r.detached() {
+		sh.keep(r.sh)
+	}
 	return r.snapshot(), nil
+}
+
+// detached reports whether the call's job has settled detached.
+func (r *runner) detached() bool {
+	if r.job == nil {
+		return false
+	}
+	r.job.mu.Lock()
+	defer r.job.mu.Unlock()
+	return r.job.life == jobDetached
 }
 
 // runner is the state of one call: working directory, variables, last status (sh). cd and
