@@ -3,6 +3,7 @@ module github.com/paddockhq/paddock
 go 1.26.8
 
 require (
+	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/containerd/containerd/v2 v2.4.2
 	github.com/containerd/errdefs v1.0.0
 	github.com/creack/pty v1.1.24

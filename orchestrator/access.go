@@ -47,9 +47,4 @@ func (s *Session) recordAccess(r FSRecord) {
 }
 
 // accessCommand is how a file access reads in a question and a record: fs.read <path>.
-func accessCommand(op FSOp) string {
-	if op.Write {
-		return "fs.write " + op.Sandbox
-	}
-	return "fs.read " + op.Sandbox
-}
+func accessCommand(op FSOp) string { return op.command() }

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
@@ -113,6 +114,9 @@ func (e *FSError) Is(target error) bool {
 // FSOp is one file access as the guard sees it.
 type FSOp struct {
 	Write   bool   // a write; else a read
+	// Request names a read that is not fs.read: fs.stat, fs.list, fs.glob, fs.grep; "":
+	// fs.read or fs.write.
+	Request string
 	Sandbox string // the sandbox path asked for
 	// Host is the host path the file was opened at (beneath its mount, no symlink
 	// followed): for a write, its directory was opened and Host names the entry in it.
@@ -216,6 +220,10 @@ func FSHandlers(c FSConfig) map[string]Handler {
 	return map[string]Handler{
 		TypeFSRead:  c.read,
 		TypeFSWrite: c.write,
+		TypeFSStat:  c.stat,
+		TypeFSList:  c.list,
+		TypeFSGlob:  c.glob,
+		TypeFSGrep:  c.grep,
 	}
 }
 
@@ -251,10 +259,24 @@ type access struct {
 }
 
 func (a *access) name() string {
-	if a.op.Write {
+	switch {
+	case a.op.Request != "":
+		return strings.TrimPrefix(a.op.Request, "fs.")
+	case a.op.Write:
 		return "write"
 	}
 	return "read"
+}
+
+// command is how an access reads in a question, a refusal and a record: fs.read <path>.
+func (op FSOp) command() string {
+	switch {
+	case op.Request != "":
+		return op.Request + " " + op.Sandbox
+	case op.Write:
+		return "fs.write " + op.Sandbox
+	}
+	return "fs.read " + op.Sandbox
 }
 
 func (a *access) refuse(reason, detail string) *FSError {
@@ -702,11 +724,7 @@ func judgePolicy(ctx context.Context, pctx *policy.Context, auto policy.AutoSet,
 	if ans.Run {
 		return nil
 	}
-	what := "fs.read " + a.op.Sandbox
-	if a.op.Write {
-		what = "fs.write " + a.op.Sandbox
-	}
-	return &FSError{Reason: FSNeedsYes, Detail: RefusalText("file access", what, ans.Code, "") + fmt.Sprintf(" (its effects: %s)", e)}
+	return &FSError{Reason: FSNeedsYes, Detail: RefusalText("file access", a.op.command(), ans.Code, "") + fmt.Sprintf(" (its effects: %s)", e)}
 }
 
 // FSEffects are the effects of one file access, judged on the host path it was opened at

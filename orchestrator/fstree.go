@@ -1,0 +1,645 @@
+package orchestrator
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"golang.org/x/sys/unix"
+
+	"github.com/paddockhq/paddock/policy"
+)
+
+// The tree requests: fs.stat, fs.list, fs.glob and fs.grep look at files and directories
+// through the host as fs.read does. The path named is mapped and opened beneath its mount
+// following no link, and the request is judged, as a read, on the path it was opened at, on
+// the session's approval route (a directory that is or holds a secret asks).
+//
+// A walk (glob, grep) goes down from there one directory descriptor at a time and never
+// through a link: a symlink is listed, not followed. It skips .git and what the .gitignore
+// files met on the way ignore (unless told not to), and it stays within the mount's real
+// directory, as find -xdev does. grep reads a file only when the policy lets it be read
+// unasked: one it may not (a secret) is skipped and named in the reply, to be read with
+// fs.read, which asks; a walk never asks once per file.
+
+// Tree request types served by FSHandlers.
+const (
+	TypeFSStat = "fs.stat"
+	TypeFSList = "fs.list"
+	TypeFSGlob = "fs.glob"
+	TypeFSGrep = "fs.grep"
+)
+
+// FSNotDir is the code of a tree request whose path is not a directory.
+const FSNotDir = "not_dir"
+
+// Bounds of the tree requests.
+const (
+	// DefaultTreeLimit is how many entries, matches or lines a reply holds by default.
+	DefaultTreeLimit = 1000
+	// MaxTreeLimit is the most a request may ask for.
+	MaxTreeLimit = 100_000
+	// MaxWalk is how many entries one walk looks at before it stops, its reply truncated.
+	MaxWalk = 500_000
+)
+
+// FSPathRequest is the body of fs.stat and fs.list. Limit bounds a listing (0: the
+// default).
+type FSPathRequest struct {
+	Path  string `json:"path"`
+	Limit int    `json:"limit,omitempty"`
+}
+
+// FSEntry is one file, directory or link as a tree request reports it.
+type FSEntry struct {
+	Path     string    `json:"path"` // its sandbox path
+	Kind     string    `json:"kind"` // file, dir, symlink or other
+	Size     int64     `json:"size"`
+	Mode     uint32    `json:"mode"` // its permission bits
+	Modified time.Time `json:"modified"`
+	Target   string    `json:"target,omitempty"` // a symlink's target, as written
+}
+
+// FSListReply is the reply to fs.list: the directory's entries, sorted by name.
+type FSListReply struct {
+	Path      string    `json:"path"`
+	Entries   []FSEntry `json:"entries"`
+	Truncated bool      `json:"truncated,omitempty"`
+}
+
+// FSGlobRequest is the body of fs.glob: the files under Path whose path relative to it
+// matches Pattern (doublestar: **/*.go), at most Limit of them.
+type FSGlobRequest struct {
+	Path     string `json:"path"`
+	Pattern  string `json:"pattern"`
+	Limit    int    `json:"limit,omitempty"`
+	NoIgnore bool   `json:"no_ignore,omitempty"` // look in what .gitignore ignores too
+}
+
+// FSGlobReply is the reply to fs.glob: the matches, the most recently modified first.
+type FSGlobReply struct {
+	Path      string    `json:"path"`
+	Matches   []FSEntry `json:"matches"`
+	Truncated bool      `json:"truncated,omitempty"`
+}
+
+// Modes of fs.grep, as ripgrep's: the lines, the files with a match (-l), the count of
+// matching lines per file (-c).
+const (
+	GrepContent = "content"
+	GrepFiles   = "files"
+	GrepCount   = "count"
+)
+
+// FSGrepRequest is the body of fs.grep: the lines matching the regular expression Pattern
+// (Go's RE2 syntax, as ripgrep's default engine) in the files under Path, or in Path itself
+// when it is a file.
+type FSGrepRequest struct {
+	Path       string `json:"path"`
+	Pattern    string `json:"pattern"`
+	Glob       string `json:"glob,omitempty"` // only files whose name (or path, with a /) matches
+	IgnoreCase bool   `json:"ignore_case,omitempty"`
+	Mode       string `json:"mode,omitempty"` // content (default), files or count
+	Before     int    `json:"before,omitempty"`
+	After      int    `json:"after,omitempty"`
+	Limit      int    `json:"limit,omitempty"`
+	NoIgnore   bool   `json:"no_ignore,omitempty"`
+}
+
+// FSGrepLine is a line of fs.grep's content mode: a match, or a line of context around one.
+type FSGrepLine struct {
+	Path    string `json:"path"`
+	Line    int    `json:"line"`
+	Text    string `json:"text"`
+	Context bool   `json:"context,omitempty"`
+}
+
+// FSGrepCount is a file's count of matching lines.
+type FSGrepCount struct {
+	Path  string `json:"path"`
+	Count int    `json:"count"`
+}
+
+// FSGrepReply is the reply to fs.grep. Skipped names the files not read because the policy
+// would not let them be read unasked; Binary counts the files skipped as binary (a NUL byte
+// in their first 8 KiB, as ripgrep), Large those over the read limit.
+type FSGrepReply struct {
+	Path      string        `json:"path"`
+	Lines     []FSGrepLine  `json:"lines,omitempty"`
+	Files     []string      `json:"files,omitempty"`
+	Counts    []FSGrepCount `json:"counts,omitempty"`
+	Skipped   []string      `json:"skipped,omitempty"`
+	Binary    int           `json:"binary,omitempty"`
+	Large     int           `json:"large,omitempty"`
+	Truncated bool          `json:"truncated,omitempty"`
+}
+
+// limitOf is a request's limit: the default for 0, refused past the most.
+func limitOf(a *access, n int) (int, error) {
+	switch {
+	case n == 0:
+		return DefaultTreeLimit, nil
+	case n < 0 || n > MaxTreeLimit:
+		return 0, a.refuse(FSBadRequest, fmt.Sprintf("limit %d is not within 1..%d", n, MaxTreeLimit))
+	}
+	return n, nil
+}
+
+// openTree opens the directory a tree request names (O_RDONLY, to be read) and judges the
+// request on it. A file there is not_dir, unless file is set: then the file's directory is
+// returned with the file's name, for a grep of one file.
+func (c *FSConfig) openTree(ctx context.Context, a *access, file bool) (p *spot, fd int, name string, err error) {
+	fd = -1
+	p, err = c.open(a, func(p *spot) error {
+		var err error
+		fd, name, err = openTreeAt(p, file)
+		return err
+	})
+	if p == nil {
+		return nil, -1, "", err
+	}
+	probe := err
+	if err := c.judge(ctx, a); err != nil {
+		p.close()
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return nil, -1, "", err
+	}
+	var fnd *found
+	if errors.As(probe, &fnd) {
+		p.close()
+		return nil, -1, "", a.refuse(fnd.code, fnd.detail)
+	}
+	return p, fd, name, nil
+}
+
+// openTreeAt opens the directory at p beneath its mount, following no link; with file set, a
+// regular file there gives its directory and its name.
+func openTreeAt(p *spot, file bool) (int, string, error) {
+	if p.name == "" {
+		root, err := openRoot(p.loc.Root)
+		if err != nil {
+			return -1, "", err
+		}
+		defer unix.Close(root)
+		fd, err := unix.Openat(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return fd, "", err
+	}
+	if p.dir < 0 {
+		return -1, "", &found{FSNotFound, "no such directory"}
+	}
+	fd, err := unix.Openat(p.dir, p.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == nil {
+		return fd, "", nil
+	}
+	st, serr := lstatAt(p.dir, p.name)
+	switch {
+	case errors.Is(serr, unix.ENOENT):
+		return -1, "", &found{FSNotFound, "no such directory"}
+	case serr != nil:
+		return -1, "", serr
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return -1, "", errLinked
+	case file && st.Mode&unix.S_IFMT == unix.S_IFREG:
+		fd, err := unix.Openat(p.dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return fd, p.name, err
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return -1, "", &found{FSNotDir, "not a directory"}
+	}
+	return -1, "", err
+}
+
+// entryOf describes the entry name in dir from its lstat.
+func entryOf(dir int, name, sandbox string, st *unix.Stat_t) FSEntry {
+	e := FSEntry{Path: sandbox, Size: st.Size, Mode: st.Mode & 0o777, Modified: time.Unix(st.Mtim.Unix()).UTC()}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		e.Kind = "file"
+	case unix.S_IFDIR:
+		e.Kind = "dir"
+	case unix.S_IFLNK:
+		e.Kind = "symlink"
+		buf := make([]byte, unix.PathMax)
+		if n, err := unix.Readlinkat(dir, name, buf); err == nil {
+			e.Target = string(buf[:n])
+		}
+	default:
+		e.Kind = "other"
+	}
+	return e
+}
+
+func (c *FSConfig) stat(ctx context.Context, req HostRequest) (_ any, err error) {
+	a := &access{op: FSOp{Request: TypeFSStat}}
+	defer func() { c.record(a, err) }()
+	var body FSPathRequest
+	if err := req.Decode(&body); err != nil {
+		return nil, err
+	}
+	a.op.Sandbox = body.Path
+	var st unix.Stat_t
+	p, err := c.open(a, func(p *spot) error {
+		switch {
+		case p.name == "":
+			return unix.Stat(p.loc.Root, &st)
+		case p.dir < 0:
+			return &found{FSNotFound, "no such file"}
+		}
+		var err error
+		st, err = lstatAt(p.dir, p.name)
+		if errors.Is(err, unix.ENOENT) {
+			return &found{FSNotFound, "no such file"}
+		}
+		return err
+	})
+	if p == nil {
+		return nil, err
+	}
+	defer p.close()
+	if err := c.judge(ctx, a); err != nil {
+		return nil, err
+	}
+	var fnd *found
+	if errors.As(err, &fnd) {
+		return nil, a.refuse(fnd.code, fnd.detail)
+	}
+	e := entryOf(p.dir, p.name, c.replyPath(p.host, body.Path), &st)
+	return &e, nil
+}
+
+func (c *FSConfig) list(ctx context.Context, req HostRequest) (_ any, err error) {
+	a := &access{op: FSOp{Request: TypeFSList}}
+	defer func() { c.record(a, err) }()
+	var body FSPathRequest
+	if err := req.Decode(&body); err != nil {
+		return nil, err
+	}
+	a.op.Sandbox = body.Path
+	limit, err := limitOf(a, body.Limit)
+	if err != nil {
+		return nil, err
+	}
+	p, fd, _, err := c.openTree(ctx, a, false)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	f := os.NewFile(uintptr(fd), "dir")
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, a.refuse(FSFailed, bareErr(err))
+	}
+	slices.Sort(names)
+	base := c.replyPath(p.host, body.Path)
+	r := &FSListReply{Path: base, Entries: []FSEntry{}}
+	for _, n := range names {
+		if len(r.Entries) == limit {
+			r.Truncated = true
+			break
+		}
+		st, err := lstatAt(fd, n)
+		if err != nil {
+			continue // gone since it was listed
+		}
+		r.Entries = append(r.Entries, entryOf(fd, n, path.Join(base, n), &st))
+	}
+	return r, nil
+}
+
+// walker walks a tree beneath an opened directory, following no link.
+type walker struct {
+	ctx      context.Context
+	noIgnore bool
+	seen     int
+	// visit is called for each entry (dir holds it), in name order, a directory before what
+	// it holds; stop ends the walk.
+	visit func(dir int, name string, rel []string, st *unix.Stat_t) (stop bool)
+}
+
+// errWalkFull stops a walk that looked at MaxWalk entries.
+var errWalkFull = errors.New("the walk looked at the most entries it may")
+
+// walk walks the directory fd (which it closes) at rel below the start, under the ignore
+// patterns ps.
+func (w *walker) walk(fd int, rel []string, ps []gitignore.Pattern) (stop bool, err error) {
+	f := os.NewFile(uintptr(fd), "dir")
+	defer f.Close()
+	if err := w.ctx.Err(); err != nil {
+		return true, err
+	}
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return false, nil // a directory that cannot be read is passed over, as find does
+	}
+	slices.Sort(names)
+	if !w.noIgnore {
+		ps = append(ps[:len(ps):len(ps)], ignoreFile(fd, rel)...)
+	}
+	m := gitignore.NewMatcher(ps)
+	for _, n := range names {
+		if n == ".git" {
+			continue
+		}
+		if w.seen++; w.seen > MaxWalk {
+			return true, errWalkFull
+		}
+		st, err := lstatAt(fd, n)
+		if err != nil {
+			continue
+		}
+		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+		sub := append(rel[:len(rel):len(rel)], n)
+		if !w.noIgnore && m.Match(sub, isDir) {
+			continue
+		}
+		if w.visit(fd, n, sub, &st) {
+			return true, nil
+		}
+		if !isDir {
+			continue
+		}
+		dfd, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // swapped for a link, or gone: not followed
+		}
+		if stop, err := w.walk(dfd, sub, ps); stop || err != nil {
+			return stop, err
+		}
+	}
+	return false, nil
+}
+
+// maxIgnoreFile bounds a .gitignore read.
+const maxIgnoreFile = 1 << 20
+
+// ignoreFile is the patterns of the .gitignore in dir, if it holds one (a regular file, not
+// a link).
+func ignoreFile(dir int, rel []string) []gitignore.Pattern {
+	fd, err := unix.Openat(dir, ".gitignore", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), ".gitignore")
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	var ps []gitignore.Pattern
+	sc := bufio.NewScanner(io.LimitReader(f, maxIgnoreFile))
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(line, slices.Clone(rel)))
+	}
+	return ps
+}
+
+func (c *FSConfig) glob(ctx context.Context, req HostRequest) (_ any, err error) {
+	a := &access{op: FSOp{Request: TypeFSGlob}}
+	defer func() { c.record(a, err) }()
+	var body FSGlobRequest
+	if err := req.Decode(&body); err != nil {
+		return nil, err
+	}
+	a.op.Sandbox = body.Path
+	limit, err := limitOf(a, body.Limit)
+	if err != nil {
+		return nil, err
+	}
+	if body.Pattern == "" || !doublestar.ValidatePattern(body.Pattern) {
+		return nil, a.refuse(FSBadRequest, fmt.Sprintf("%q is not a glob pattern", body.Pattern))
+	}
+	p, fd, _, err := c.openTree(ctx, a, false)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	base := c.replyPath(p.host, body.Path)
+	r := &FSGlobReply{Path: base, Matches: []FSEntry{}}
+	w := &walker{ctx: ctx, noIgnore: body.NoIgnore, visit: func(dir int, name string, rel []string, st *unix.Stat_t) bool {
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return false
+		}
+		if ok, _ := doublestar.Match(body.Pattern, strings.Join(rel, "/")); !ok {
+			return false
+		}
+		r.Matches = append(r.Matches, entryOf(dir, name, path.Join(base, path.Join(rel...)), st))
+		return false
+	}}
+	if _, err := w.walk(fd, nil, nil); err != nil {
+		if !errors.Is(err, errWalkFull) {
+			return nil, a.refuse(FSFailed, err.Error())
+		}
+		r.Truncated = true
+	}
+	slices.SortStableFunc(r.Matches, func(x, y FSEntry) int { return y.Modified.Compare(x.Modified) })
+	if len(r.Matches) > limit {
+		r.Matches, r.Truncated = r.Matches[:limit], true
+	}
+	return r, nil
+}
+
+// grepBinaryProbe is how much of a file's start is looked at for a NUL byte.
+const grepBinaryProbe = 8 << 10
+
+func (c *FSConfig) grep(ctx context.Context, req HostRequest) (_ any, err error) {
+	a := &access{op: FSOp{Request: TypeFSGrep}}
+	defer func() { c.record(a, err) }()
+	var body FSGrepRequest
+	if err := req.Decode(&body); err != nil {
+		return nil, err
+	}
+	a.op.Sandbox = body.Path
+	limit, err := limitOf(a, body.Limit)
+	if err != nil {
+		return nil, err
+	}
+	switch body.Mode {
+	case "":
+		body.Mode = GrepContent
+	case GrepContent, GrepFiles, GrepCount:
+	default:
+		return nil, a.refuse(FSBadRequest, fmt.Sprintf("mode %q is not content, files or count", body.Mode))
+	}
+	if body.Before < 0 || body.After < 0 || body.Before > 100 || body.After > 100 {
+		return nil, a.refuse(FSBadRequest, "context lines must be within 0..100")
+	}
+	expr := body.Pattern
+	if body.IgnoreCase {
+		expr = "(?i)" + expr
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil || body.Pattern == "" {
+		return nil, a.refuse(FSBadRequest, fmt.Sprintf("%q is not a regular expression", body.Pattern))
+	}
+	if body.Glob != "" && !doublestar.ValidatePattern(body.Glob) {
+		return nil, a.refuse(FSBadRequest, fmt.Sprintf("%q is not a glob pattern", body.Glob))
+	}
+	p, fd, one, err := c.openTree(ctx, a, true)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	base := c.replyPath(p.host, body.Path)
+	g := &grepper{c: c, ctx: ctx, re: re, body: &body, limit: limit, r: &FSGrepReply{Path: base}}
+	if one != "" { // one file, named: no glob, no ignore
+		defer unix.Close(fd)
+		st, err := lstatAt(fd, one)
+		if err != nil {
+			return nil, a.refuse(FSFailed, bareErr(err))
+		}
+		g.named = true // judged as the request itself, on the approval route
+		g.file(fd, one, base, p.host, &st)
+		return g.r, nil
+	}
+	w := &walker{ctx: ctx, noIgnore: body.NoIgnore, visit: func(dir int, name string, rel []string, st *unix.Stat_t) bool {
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return false
+		}
+		if body.Glob != "" {
+			subject := name
+			if strings.Contains(body.Glob, "/") {
+				subject = strings.Join(rel, "/")
+			}
+			if ok, _ := doublestar.Match(body.Glob, subject); !ok {
+				return false
+			}
+		}
+		r := path.Join(rel...)
+		return g.file(dir, name, path.Join(base, r), path.Join(p.host, r), st)
+	}}
+	if _, err := w.walk(fd, nil, nil); err != nil {
+		if !errors.Is(err, errWalkFull) {
+			return nil, a.refuse(FSFailed, err.Error())
+		}
+		g.r.Truncated = true
+	}
+	return g.r, nil
+}
+
+// grepper is one grep's state: its expression, its reply so far.
+type grepper struct {
+	c     *FSConfig
+	ctx   context.Context
+	re    *regexp.Regexp
+	body  *FSGrepRequest
+	limit int
+	named bool // one file, named by the request and judged with it
+	n     int  // lines, files or counts in the reply
+	r     *FSGrepReply
+}
+
+// mayRead says whether the policy lets the host read the file at host unasked.
+func (g *grepper) mayRead(sandbox, host string) bool {
+	op := FSOp{Request: TypeFSGrep, Sandbox: sandbox, Host: host}
+	if g.c.Guard != nil {
+		return g.c.Guard(g.ctx, op) == nil
+	}
+	return g.c.auto.Decide(FSEffects(g.c.pctx, op)) == policy.Run
+}
+
+// file greps one regular file, name in dir (lstat st); stop when the reply is full.
+func (g *grepper) file(dir int, name, sandbox, host string, st *unix.Stat_t) (stop bool) {
+	if !g.named && !g.mayRead(sandbox, host) {
+		g.r.Skipped = append(g.r.Skipped, sandbox)
+		return false
+	}
+	if st.Size > g.c.MaxRead {
+		g.r.Large++
+		return false
+	}
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	var now unix.Stat_t
+	if unix.Fstat(fd, &now) != nil || now.Dev != st.Dev || now.Ino != st.Ino || now.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false // swapped since it was judged: not read
+	}
+	b, err := readLimited(f, g.c.MaxRead)
+	if err != nil {
+		g.r.Large++
+		return false
+	}
+	if bytes.IndexByte(b[:min(len(b), grepBinaryProbe)], 0) >= 0 {
+		g.r.Binary++
+		return false
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	count, shown := 0, -1 // shown: the last line index put in the reply
+	for i, l := range lines {
+		if !g.re.MatchString(l) {
+			continue
+		}
+		count++
+		switch g.body.Mode {
+		case GrepFiles:
+			return g.add(func() { g.r.Files = append(g.r.Files, sandbox) })
+		case GrepContent:
+			for j := max(i-g.body.Before, shown+1); j <= i; j++ {
+				ln := FSGrepLine{Path: sandbox, Line: j + 1, Text: lines[j], Context: j != i}
+				if g.add(func() { g.r.Lines = append(g.r.Lines, ln) }) {
+					return true
+				}
+				shown = j
+			}
+			for j := i + 1; j < len(lines) && j <= i+g.body.After; j++ {
+				if g.re.MatchString(lines[j]) {
+					break // the next match shows itself
+				}
+				ln := FSGrepLine{Path: sandbox, Line: j + 1, Text: lines[j], Context: true}
+				if g.add(func() { g.r.Lines = append(g.r.Lines, ln) }) {
+					return true
+				}
+				shown = j
+			}
+		}
+	}
+	if g.body.Mode == GrepCount && count > 0 {
+		return g.add(func() { g.r.Counts = append(g.r.Counts, FSGrepCount{Path: sandbox, Count: count}) })
+	}
+	return false
+}
+
+// add puts one item in the reply, or marks it truncated (stop) when it is full.
+func (g *grepper) add(put func()) (stop bool) {
+	if g.n == g.limit {
+		g.r.Truncated = true
+		return true
+	}
+	g.n++
+	put()
+	return false
+}
+
+// readLimited reads f whole, refusing past limit bytes.
+func readLimited(f *os.File, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, errors.New("over the read limit")
+	}
+	return b, nil
+}
