@@ -113,7 +113,7 @@ func (e *FSError) Is(target error) bool {
 
 // FSOp is one file access as the guard sees it.
 type FSOp struct {
-	Write   bool   // a write; else a read
+	Write bool // a write; else a read
 	// Request names a read that is not fs.read: fs.stat, fs.list, fs.glob, fs.grep; "":
 	// fs.read or fs.write.
 	Request string
