@@ -373,3 +373,6 @@ func (s *Session) Close() error {
 	}
 	return err
 }
+
+// Cwd returns the sandbox path of the session's workspace, where its steps start.
+func (s *Session) Cwd() string { return s.cwd }

@@ -1,0 +1,201 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/paddockhq/paddock/errdefs"
+	"github.com/paddockhq/paddock/orchestrator"
+)
+
+// Budgets of the bash and job_wait tools, in seconds.
+const (
+	defaultBudget = 120
+	maxBudget     = 600
+)
+
+// BashIn is the bash tool's input.
+type BashIn struct {
+	Command string  `json:"command" jsonschema:"the shell script to run (bash syntax); cd and exported variables hold for the next call"`
+	Timeout float64 `json:"timeout,omitempty" jsonschema:"seconds to wait for the script (default 120, at most 600); past it the script goes on as a job and its output so far comes back with the job's id"`
+}
+
+// JobIn names a job.
+type JobIn struct {
+	Job string `json:"job" jsonschema:"the job's id, as bash gave it"`
+}
+
+// JobWaitIn is the job_wait tool's input.
+type JobWaitIn struct {
+	Job     string  `json:"job" jsonschema:"the job's id, as bash gave it"`
+	Timeout float64 `json:"timeout,omitempty" jsonschema:"seconds to wait for its end (default 120, at most 600)"`
+}
+
+func (x *Server) addShellTools() {
+	tool(x, &mcp.Tool{Name: "bash", Description: `Run a shell script in the sandbox and return each step's output and how it ended.
+Each step (a command of a pipeline or list) is decided by Paddock's policy before it runs: a step
+the policy does not run at once is asked of the person, or refused with the reason and the step
+is not run; a refused step ends the script there. The working directory and exported variables
+persist across calls. Output is bounded; what was dropped is said. A script that runs past its
+timeout goes on as a job: its output so far comes back with the job's id for job_wait or job_kill.`,
+		Annotations: &mcp.ToolAnnotations{Title: "Shell in the sandbox", OpenWorldHint: ptr(false)}}, x.bash)
+	tool(x, &mcp.Tool{Name: "job_wait", Description: "Wait for a job that bash detached to end, or for the timeout; return its output so far and how it ended.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, x.jobWait)
+	tool(x, &mcp.Tool{Name: "job_kill", Description: "Kill a job that bash detached; its output so far is kept and returned.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}}, x.jobKill)
+	tool(x, &mcp.Tool{Name: "job_list", Description: "List this session's jobs: id, script, and whether each is still running.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, x.jobList)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// budget is a tool's timeout in seconds as a duration: the default for 0, refused outside
+// 0..max.
+func budget(sec float64) (time.Duration, error) {
+	switch {
+	case sec == 0:
+		return defaultBudget * time.Second, nil
+	case sec < 0 || sec > maxBudget:
+		return 0, errdefs.New(errdefs.InvalidArgument, "bad_timeout", fmt.Sprintf("timeout %g is not within 0..%d seconds", sec, maxBudget))
+	}
+	return time.Duration(sec * float64(time.Second)), nil
+}
+
+func (x *Server) bash(ctx context.Context, req *mcp.CallToolRequest, in BashIn) (*mcp.CallToolResult, any, error) {
+	if strings.TrimSpace(in.Command) == "" {
+		return refuse(errdefs.InvalidArgument, "bad_request", "no command given")
+	}
+	b, err := budget(in.Timeout)
+	if err != nil {
+		return fail(err)
+	}
+	call := orchestrator.Call{Script: in.Command, Budget: b, Shell: &x.shell}
+	if p := newProgress(ctx, req); p != nil {
+		call.Live = p.chunk
+	}
+	res, err := x.s.Run(ctx, call)
+	if err != nil {
+		return fail(err)
+	}
+	out := text(res.String())
+	out.StructuredContent = res
+	return out, nil, nil
+}
+
+// progress sends a long step's output as MCP progress notifications, when the client asked
+// for them (a progress token): each chunk's text, bounded, and the bytes so far.
+type progress struct {
+	ctx   context.Context
+	ss    *mcp.ServerSession
+	token any
+
+	mu    sync.Mutex
+	bytes int
+}
+
+// progressText bounds the text of one notification.
+const progressText = 1 << 10
+
+func newProgress(ctx context.Context, req *mcp.CallToolRequest) *progress {
+	t := req.Params.GetProgressToken()
+	if t == nil || req.Session == nil {
+		return nil
+	}
+	return &progress{ctx: ctx, ss: req.Session, token: t}
+}
+
+func (p *progress) chunk(step, _ int, data []byte) {
+	p.mu.Lock()
+	p.bytes += len(data)
+	n := p.bytes
+	p.mu.Unlock()
+	msg := string(data)
+	if len(msg) > progressText {
+		msg = msg[len(msg)-progressText:]
+	}
+	// A notification that cannot be sent changes nothing about the step.
+	_ = p.ss.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: float64(n),
+		Message: fmt.Sprintf("step %d: %s", step+1, msg)})
+}
+
+func (x *Server) jobWait(ctx context.Context, _ *mcp.CallToolRequest, in JobWaitIn) (*mcp.CallToolResult, any, error) {
+	b, err := budget(in.Timeout)
+	if err != nil {
+		return fail(err)
+	}
+	j, err := x.s.Job(in.Job)
+	if err != nil {
+		return fail(err)
+	}
+	t := time.NewTimer(b)
+	defer t.Stop()
+	select {
+	case <-j.Done():
+	case <-t.C:
+	case <-ctx.Done():
+		return fail(ctx.Err())
+	}
+	return jobResult(j)
+}
+
+func (x *Server) jobKill(_ context.Context, _ *mcp.CallToolRequest, in JobIn) (*mcp.CallToolResult, any, error) {
+	j, err := x.s.Job(in.Job)
+	if err != nil {
+		return fail(err)
+	}
+	j.Kill()
+	<-j.Done()
+	return jobResult(j)
+}
+
+// jobResult is a job's result so far, with whether it is still running.
+func jobResult(j *orchestrator.Job) (*mcp.CallToolResult, any, error) {
+	res := j.Result()
+	s := res.String()
+	select {
+	case <-j.Done():
+	default:
+		s += fmt.Sprintf("[job %s is still running]\n", j.ID())
+	}
+	out := text(s)
+	out.StructuredContent = res
+	return out, nil, nil
+}
+
+// JobInfo is one job as job_list lists it.
+type JobInfo struct {
+	ID      string `json:"id"`
+	Script  string `json:"script"`
+	Running bool   `json:"running"`
+}
+
+func (x *Server) jobList(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+	var b strings.Builder
+	jobs := []JobInfo{}
+	for _, j := range x.s.Jobs() {
+		info := JobInfo{ID: j.ID(), Script: j.Script(), Running: true}
+		select {
+		case <-j.Done():
+			info.Running = false
+		default:
+		}
+		jobs = append(jobs, info)
+		state := "ended"
+		if info.Running {
+			state = "running"
+		}
+		first, _, _ := strings.Cut(info.Script, "\n")
+		fmt.Fprintf(&b, "%s\t%s\t%s\n", info.ID, state, first)
+	}
+	if len(jobs) == 0 {
+		b.WriteString("no jobs\n")
+	}
+	out := text(b.String())
+	out.StructuredContent = map[string]any{"jobs": jobs}
+	return out, nil, nil
+}
