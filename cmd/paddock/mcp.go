@@ -76,4 +76,3 @@ closes, and a synced workspace comes back, when the client disconnects.`,
 	tf.register(f)
 	return cmd
 }
-
