@@ -26,9 +26,18 @@ type mcpClient struct {
 
 func startMCP(t *testing.T, ws string, elicit bool, args ...string) *mcpClient {
 	t.Helper()
+	return startMCPWith(t, ws, elicit, nil, nil, args...)
+}
+
+// startMCPWith is startMCP with the client's own options (nil: none) and session options
+// (nil: the latest protocol version).
+func startMCPWith(t *testing.T, ws string, elicit bool, opts *mcp.ClientOptions, so *mcp.ClientSessionOptions, args ...string) *mcpClient {
+	t.Helper()
 	bin := paddockBinary(t)
 	c := &mcpClient{t: t}
-	opts := &mcp.ClientOptions{}
+	if opts == nil {
+		opts = &mcp.ClientOptions{}
+	}
 	if elicit {
 		opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			c.mu.Lock()
@@ -44,7 +53,7 @@ func startMCP(t *testing.T, ws string, elicit bool, args ...string) *mcpClient {
 	cmd.Dir = ws
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
 	cmd.Stderr = testWriter{t}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "paddock-test", Version: "1"}, opts).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "paddock-test", Version: "1"}, opts).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +239,13 @@ func TestMCP(t *testing.T) {
 			if out := c.ok("read", map[string]any{"path": ".env"}); !strings.Contains(out, "TOKEN=hunter2") {
 				t.Fatalf("an accepted read: %s", out)
 			}
+			if out := c.ok("bash", map[string]any{"command": "cat .env | tr a-z A-Z"}); !strings.Contains(out, "TOKEN=HUNTER2") {
+				t.Fatalf("an accepted step: %s", out)
+			}
 			c.answer(nil)
+			if out, _ := c.call("bash", map[string]any{"command": "cat .env"}); strings.Contains(out, "hunter2") || !strings.Contains(out, "denied") {
+				t.Fatalf("a declined step: %s", out)
+			}
 
 			// A long step detaches and is waited for.
 			gate := filepath.Join(ws, "gate")
@@ -285,5 +300,59 @@ func TestMCPWithoutElicitation(t *testing.T) {
 	}
 	if out, _ := c.call("bash", map[string]any{"command": "cat .env"}); strings.Contains(out, "hunter2") || !strings.Contains(out, "refused step 1") {
 		t.Fatalf("cat of a secret: %s", out)
+	}
+}
+
+// A client of a protocol before 2026-07-28 is asked by elicitation requests of the server's
+// own while its call waits; "always" answers the step and every later one that starts with
+// the same command (a secret still asks each time).
+func TestMCPOlderProtocol(t *testing.T) {
+	ws := mcpWorkspace(t)
+	c := startMCPWith(t, ws, true, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}, "--transport", "local", "--auto-effects", "read")
+	if v := c.cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+		t.Fatalf("protocol %s", v)
+	}
+	c.refused("read", map[string]any{"path": ".env"}, "needs_approval")
+	c.answer(func(string) *mcp.ElicitResult {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "always"}}
+	})
+	if out := c.ok("read", map[string]any{"path": ".env"}); !strings.Contains(out, "TOKEN=hunter2") {
+		t.Fatalf("read with a yes: %s", out)
+	}
+	c.ok("bash", map[string]any{"command": "touch made1"})
+	c.answer(nil)
+	if out := c.ok("bash", map[string]any{"command": "touch made2 && ls made1 made2"}); !strings.Contains(out, "made1\nmade2\n") {
+		t.Fatalf("a step after always: %s", out)
+	}
+	if out, _ := c.call("read", map[string]any{"path": ".env"}); strings.Contains(out, "hunter2") {
+		t.Fatalf("a secret read again without a yes: %s", out)
+	}
+	q := c.questions()
+	if len(q) != 4 || !strings.Contains(q[2], "touch made1") || !strings.Contains(q[3], "fs.read") {
+		t.Fatalf("questions %q", q)
+	}
+}
+
+// A long step sends its output as progress notifications to a client that asks for them.
+func TestMCPProgress(t *testing.T) {
+	ws := mcpWorkspace(t)
+	var mu sync.Mutex
+	var got []string
+	opts := &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		got = append(got, req.Params.Message)
+		mu.Unlock()
+	}}
+	c := startMCPWith(t, ws, false, opts, nil, "--transport", "local")
+	params := &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo first; echo second"}}
+	params.SetProgressToken("p1")
+	res, err := c.cs.CallTool(context.Background(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("bash: %v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if all := strings.Join(got, "|"); !strings.Contains(all, "step 1: first") || !strings.Contains(all, "step 2: second") {
+		t.Fatalf("progress %q", got)
 	}
 }
