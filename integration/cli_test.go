@@ -30,7 +30,7 @@ var (
 
 // paddockBinary builds the CLI with the kernel beside it, once for the test binary; TestMain
 // removes it.
-func paddockBinary(t *testing.T) string {
+func paddockBinary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
 		if binDir, binErr = os.MkdirTemp("", "paddock-cli-test-"); binErr != nil {

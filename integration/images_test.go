@@ -164,7 +164,7 @@ func TestImageFromRootfsAndDockerfile(t *testing.T) {
 }
 
 // repoRoot is the root of Paddock's source tree.
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		t.Fatal("no source path")

@@ -16,7 +16,7 @@ import (
 // mcpClient is the SDK's own client connected to a real `paddock mcp` process over stdio.
 // Questions are answered by answer (nil: every question declined); each is kept.
 type mcpClient struct {
-	t  *testing.T
+	t  testing.TB
 	cs *mcp.ClientSession
 
 	mu       sync.Mutex
@@ -24,14 +24,14 @@ type mcpClient struct {
 	answerFn func(msg string) *mcp.ElicitResult // guarded by mu
 }
 
-func startMCP(t *testing.T, ws string, elicit bool, args ...string) *mcpClient {
+func startMCP(t testing.TB, ws string, elicit bool, args ...string) *mcpClient {
 	t.Helper()
 	return startMCPWith(t, ws, elicit, nil, nil, args...)
 }
 
 // startMCPWith is startMCP with the client's own options (nil: none) and session options
 // (nil: the latest protocol version).
-func startMCPWith(t *testing.T, ws string, elicit bool, opts *mcp.ClientOptions, so *mcp.ClientSessionOptions, args ...string) *mcpClient {
+func startMCPWith(t testing.TB, ws string, elicit bool, opts *mcp.ClientOptions, so *mcp.ClientSessionOptions, args ...string) *mcpClient {
 	t.Helper()
 	bin := paddockBinary(t)
 	c := &mcpClient{t: t}
@@ -114,7 +114,7 @@ func (c *mcpClient) refused(name string, args map[string]any, code string) strin
 	return out
 }
 
-func mcpWorkspace(t *testing.T) string {
+func mcpWorkspace(t testing.TB) string {
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ import (
 
 // startServe starts paddock serve as its own process, with flags, and waits until it
 // answers. At the test's end it is interrupted: with --drain it closes its sessions then.
-func startServe(t *testing.T, bin, sock, state string, env []string, flags ...string) (*exec.Cmd, chan struct{}) {
+func startServe(t testing.TB, bin, sock, state string, env []string, flags ...string) (*exec.Cmd, chan struct{}) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--socket", sock, "--state", state}, flags...)...)
 	cmd.Env = env

@@ -82,9 +82,7 @@ func (x *Server) bash(ctx context.Context, req *mcp.CallToolRequest, in BashIn) 
 	if err != nil {
 		return fail(err)
 	}
-	out := text(res.String())
-	out.StructuredContent = res
-	return out, nil, nil
+	return text(res.String()), nil, nil
 }
 
 // progress sends a long step's output as MCP progress notifications, when the client asked
@@ -162,9 +160,7 @@ func jobResult(j *orchestrator.Job) (*mcp.CallToolResult, any, error) {
 	default:
 		s += fmt.Sprintf("[job %s is still running]\n", j.ID())
 	}
-	out := text(s)
-	out.StructuredContent = res
-	return out, nil, nil
+	return text(s), nil, nil
 }
 
 // JobInfo is one job as job_list lists it.

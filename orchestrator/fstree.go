@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -324,9 +327,10 @@ type walker struct {
 	ctx      context.Context
 	noIgnore bool
 	seen     int
-	// visit is called for each entry (dir holds it), in name order, a directory before what
-	// it holds; stop ends the walk.
-	visit func(dir int, name string, rel []string, st *unix.Stat_t) (stop bool)
+	// visit is called for each entry (dir holds it; typ is its type as the directory says
+	// it, fs.ModeSymlink for a link), in name order, a directory before what it holds; stop
+	// ends the walk.
+	visit func(dir int, name string, rel []string, typ fs.FileMode) (stop bool)
 }
 
 // errWalkFull stops a walk that looked at MaxWalk entries.
@@ -340,35 +344,31 @@ func (w *walker) walk(fd int, rel []string, ps []gitignore.Pattern) (stop bool, 
 	if err := w.ctx.Err(); err != nil {
 		return true, err
 	}
-	names, err := f.Readdirnames(-1)
+	ents, err := f.ReadDir(-1) // each entry's type from the directory itself
 	if err != nil {
 		return false, nil // a directory that cannot be read is passed over, as find does
 	}
-	slices.Sort(names)
+	slices.SortFunc(ents, func(x, y fs.DirEntry) int { return strings.Compare(x.Name(), y.Name()) })
 	if !w.noIgnore {
 		ps = append(ps[:len(ps):len(ps)], ignoreFile(fd, rel)...)
 	}
 	m := gitignore.NewMatcher(ps)
-	for _, n := range names {
+	for _, ent := range ents {
+		n, typ := ent.Name(), ent.Type()
 		if n == ".git" {
 			continue
 		}
 		if w.seen++; w.seen > MaxWalk {
 			return true, errWalkFull
 		}
-		st, err := lstatAt(fd, n)
-		if err != nil {
-			continue
-		}
-		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
 		sub := append(rel[:len(rel):len(rel)], n)
-		if !w.noIgnore && m.Match(sub, isDir) {
+		if len(ps) > 0 && m.Match(sub, typ.IsDir()) {
 			continue
 		}
-		if w.visit(fd, n, sub, &st) {
+		if w.visit(fd, n, sub, typ) {
 			return true, nil
 		}
-		if !isDir {
+		if !typ.IsDir() {
 			continue
 		}
 		dfd, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -431,14 +431,16 @@ func (c *FSConfig) glob(ctx context.Context, req HostRequest) (_ any, err error)
 	defer p.close()
 	base := c.replyPath(p.host, body.Path)
 	r := &FSGlobReply{Path: base, Matches: []FSEntry{}}
-	w := &walker{ctx: ctx, noIgnore: body.NoIgnore, visit: func(dir int, name string, rel []string, st *unix.Stat_t) bool {
-		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+	w := &walker{ctx: ctx, noIgnore: body.NoIgnore, visit: func(dir int, name string, rel []string, typ fs.FileMode) bool {
+		if typ.IsDir() {
 			return false
 		}
 		if ok, _ := doublestar.Match(body.Pattern, strings.Join(rel, "/")); !ok {
 			return false
 		}
-		r.Matches = append(r.Matches, entryOf(dir, name, path.Join(base, path.Join(rel...)), st))
+		if st, err := lstatAt(dir, name); err == nil {
+			r.Matches = append(r.Matches, entryOf(dir, name, path.Join(base, path.Join(rel...)), &st))
+		}
 		return false
 	}}
 	if _, err := w.walk(fd, nil, nil); err != nil {
@@ -496,19 +498,17 @@ func (c *FSConfig) grep(ctx context.Context, req HostRequest) (_ any, err error)
 	}
 	defer p.close()
 	base := c.replyPath(p.host, body.Path)
-	g := &grepper{c: c, ctx: ctx, re: re, body: &body, limit: limit, r: &FSGrepReply{Path: base}}
+	g := &grepper{c: c, ctx: ctx, re: re, body: &body, r: &FSGrepReply{Path: base}}
+	g.start()
 	if one != "" { // one file, named: no glob, no ignore
-		defer unix.Close(fd)
-		st, err := lstatAt(fd, one)
-		if err != nil {
-			return nil, a.refuse(FSFailed, bareErr(err))
-		}
 		g.named = true // judged as the request itself, on the approval route
-		g.file(fd, one, base, p.host, &st)
+		g.file(fd, one, base, p.host)
+		unix.Close(fd)
+		g.finish(limit)
 		return g.r, nil
 	}
-	w := &walker{ctx: ctx, noIgnore: body.NoIgnore, visit: func(dir int, name string, rel []string, st *unix.Stat_t) bool {
-		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+	w := &walker{ctx: ctx, noIgnore: body.NoIgnore, visit: func(dir int, name string, rel []string, typ fs.FileMode) bool {
+		if !typ.IsRegular() {
 			return false
 		}
 		if body.Glob != "" {
@@ -521,27 +521,116 @@ func (c *FSConfig) grep(ctx context.Context, req HostRequest) (_ any, err error)
 			}
 		}
 		r := path.Join(rel...)
-		return g.file(dir, name, path.Join(base, r), path.Join(p.host, r), st)
+		g.file(dir, name, path.Join(base, r), path.Join(p.host, r))
+		return false
 	}}
-	if _, err := w.walk(fd, nil, nil); err != nil {
-		if !errors.Is(err, errWalkFull) {
-			return nil, a.refuse(FSFailed, err.Error())
+	_, werr := w.walk(fd, nil, nil)
+	g.finish(limit)
+	if werr != nil {
+		if !errors.Is(werr, errWalkFull) {
+			return nil, a.refuse(FSFailed, werr.Error())
 		}
 		g.r.Truncated = true
 	}
 	return g.r, nil
 }
 
-// grepper is one grep's state: its expression, its reply so far.
+// grepper is one grep's state. The walk judges and opens each file in order (following no
+// link, on the walk's directory descriptors); workers, one per processor, read and match
+// the files opened; the reply is made in the walk's order once every file is done.
 type grepper struct {
 	c     *FSConfig
 	ctx   context.Context
 	re    *regexp.Regexp
 	body  *FSGrepRequest
-	limit int
 	named bool // one file, named by the request and judged with it
-	n     int  // lines, files or counts in the reply
 	r     *FSGrepReply
+
+	files chan grepFile
+	wg    sync.WaitGroup
+	n     int // files opened
+
+	mu  sync.Mutex
+	got []grepFound // guarded by mu: what the workers found, in no order
+}
+
+// grepFile is a file opened for the workers, the i-th of the walk.
+type grepFile struct {
+	i       int
+	fd      int
+	size    int64
+	sandbox string
+}
+
+// grepFound is what one file gave.
+type grepFound struct {
+	i       int
+	sandbox string
+	lines   []FSGrepLine
+	count   int
+	binary  bool
+	large   bool
+}
+
+// grepQueue bounds the files opened ahead of the workers.
+const grepQueue = 64
+
+func (g *grepper) start() {
+	g.files = make(chan grepFile, grepQueue)
+	for range runtime.GOMAXPROCS(0) {
+		g.wg.Go(func() {
+			for f := range g.files {
+				fd := g.scan(f)
+				unix.Close(f.fd)
+				g.mu.Lock()
+				g.got = append(g.got, fd)
+				g.mu.Unlock()
+			}
+		})
+	}
+}
+
+// finish waits for the workers and makes the reply, in the walk's order, at most limit
+// lines, files or counts.
+func (g *grepper) finish(limit int) {
+	close(g.files)
+	g.wg.Wait()
+	slices.SortFunc(g.got, func(x, y grepFound) int { return x.i - y.i })
+	n := 0
+	full := func() bool {
+		if n == limit {
+			g.r.Truncated = true
+			return true
+		}
+		n++
+		return false
+	}
+	for _, f := range g.got {
+		switch {
+		case f.binary:
+			g.r.Binary++
+		case f.large:
+			g.r.Large++
+		case f.count == 0:
+		case g.body.Mode == GrepFiles:
+			if full() {
+				return
+			}
+			g.r.Files = append(g.r.Files, f.sandbox)
+		case g.body.Mode == GrepCount:
+			if full() {
+				return
+			}
+			g.r.Counts = append(g.r.Counts, FSGrepCount{Path: f.sandbox, Count: f.count})
+		default:
+			for _, l := range f.lines {
+				if full() {
+					return
+				}
+				g.r.Lines = append(g.r.Lines, l)
+			}
+		}
+	}
 }
 
 // mayRead says whether the policy lets the host read the file at host unasked.
@@ -553,93 +642,97 @@ func (g *grepper) mayRead(sandbox, host string) bool {
 	return g.c.auto.Decide(FSEffects(g.c.pctx, op)) == policy.Run
 }
 
-// file greps one regular file, name in dir (lstat st); stop when the reply is full.
-func (g *grepper) file(dir int, name, sandbox, host string, st *unix.Stat_t) (stop bool) {
+// file judges one file, name in dir, and opens it for the workers: never through a link,
+// and only a regular file within the read limit.
+func (g *grepper) file(dir int, name, sandbox, host string) {
 	if !g.named && !g.mayRead(sandbox, host) {
 		g.r.Skipped = append(g.r.Skipped, sandbox)
-		return false
-	}
-	if st.Size > g.c.MaxRead {
-		g.r.Large++
-		return false
+		return
 	}
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false
+		return // gone, or swapped for a link since it was listed: not read
 	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	var now unix.Stat_t
-	if unix.Fstat(fd, &now) != nil || now.Dev != st.Dev || now.Ino != st.Ino || now.Mode&unix.S_IFMT != unix.S_IFREG {
-		return false // swapped since it was judged: not read
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return
 	}
-	b, err := readLimited(f, g.c.MaxRead)
-	if err != nil {
+	if st.Size > g.c.MaxRead {
+		unix.Close(fd)
 		g.r.Large++
-		return false
+		return
+	}
+	g.files <- grepFile{i: g.n, fd: fd, size: st.Size, sandbox: sandbox}
+	g.n++
+}
+
+// scan reads one file and matches it: binary (a NUL byte in its first 8 KiB, as ripgrep)
+// and files over the limit are counted, not searched.
+func (g *grepper) scan(f grepFile) grepFound {
+	out := grepFound{i: f.i, sandbox: f.sandbox}
+	b, err := readFD(f.fd, f.size, g.c.MaxRead)
+	if err != nil {
+		out.large = true
+		return out
 	}
 	if bytes.IndexByte(b[:min(len(b), grepBinaryProbe)], 0) >= 0 {
-		g.r.Binary++
-		return false
+		out.binary = true
+		return out
+	}
+	if !g.re.Match(b) {
+		return out // most files: no line to look at
 	}
 	lines := strings.Split(string(b), "\n")
 	if len(lines) > 0 && lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]
 	}
-	count, shown := 0, -1 // shown: the last line index put in the reply
+	shown := -1 // the last line index put in the reply
 	for i, l := range lines {
 		if !g.re.MatchString(l) {
 			continue
 		}
-		count++
-		switch g.body.Mode {
-		case GrepFiles:
-			return g.add(func() { g.r.Files = append(g.r.Files, sandbox) })
-		case GrepContent:
-			for j := max(i-g.body.Before, shown+1); j <= i; j++ {
-				ln := FSGrepLine{Path: sandbox, Line: j + 1, Text: lines[j], Context: j != i}
-				if g.add(func() { g.r.Lines = append(g.r.Lines, ln) }) {
-					return true
-				}
-				shown = j
+		out.count++
+		if g.body.Mode != GrepContent {
+			continue
+		}
+		for j := max(i-g.body.Before, shown+1); j <= i; j++ {
+			out.lines = append(out.lines, FSGrepLine{Path: f.sandbox, Line: j + 1, Text: lines[j], Context: j != i})
+			shown = j
+		}
+		for j := i + 1; j < len(lines) && j <= i+g.body.After; j++ {
+			if g.re.MatchString(lines[j]) {
+				break // the next match shows itself
 			}
-			for j := i + 1; j < len(lines) && j <= i+g.body.After; j++ {
-				if g.re.MatchString(lines[j]) {
-					break // the next match shows itself
-				}
-				ln := FSGrepLine{Path: sandbox, Line: j + 1, Text: lines[j], Context: true}
-				if g.add(func() { g.r.Lines = append(g.r.Lines, ln) }) {
-					return true
-				}
-				shown = j
-			}
+			out.lines = append(out.lines, FSGrepLine{Path: f.sandbox, Line: j + 1, Text: lines[j], Context: true})
+			shown = j
 		}
 	}
-	if g.body.Mode == GrepCount && count > 0 {
-		return g.add(func() { g.r.Counts = append(g.r.Counts, FSGrepCount{Path: sandbox, Count: count}) })
-	}
-	return false
+	return out
 }
 
-// add puts one item in the reply, or marks it truncated (stop) when it is full.
-func (g *grepper) add(put func()) (stop bool) {
-	if g.n == g.limit {
-		g.r.Truncated = true
-		return true
-	}
-	g.n++
-	put()
-	return false
-}
-
-// readLimited reads f whole, refusing past limit bytes.
-func readLimited(f *os.File, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
+// readFD reads the file fd whole, size bytes as its stat said (at most limit): what it holds
+// when it is read, in one read where the file gives it all at once. (The descriptor is read
+// as it is: an os.File would register it with the poller first, for nothing, a file's reads
+// never block.)
+func readFD(fd int, size, limit int64) ([]byte, error) {
+	if size > limit {
 		return nil, errors.New("over the read limit")
 	}
-	return b, nil
+	b := make([]byte, size)
+	n := 0
+	for n < len(b) {
+		m, err := unix.Read(fd, b[n:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m == 0 {
+			break // a file that shrank meanwhile gives what it still held
+		}
+		n += m
+	}
+	return b[:n], nil
 }

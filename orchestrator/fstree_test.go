@@ -279,3 +279,18 @@ func FuzzFSTreeRequest(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkFSGrep is fs.grep over the project's own tree, as the grep tool makes it.
+func BenchmarkFSGrep(b *testing.B) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := FSHandlers(FSConfig{Roots: []string{root}, Env: []string{"HOME=" + b.TempDir()}})
+	body, _ := json.Marshal(FSGrepRequest{Path: root, Pattern: `func \(s \*Session\) [A-Z]`, Mode: GrepCount, Limit: MaxTreeLimit})
+	for range b.N {
+		if _, err := h[TypeFSGrep](context.Background(), HostRequest{ID: "1", Type: TypeFSGrep, Body: body}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
