@@ -38,15 +38,13 @@ var questionSchema = json.RawMessage(`{"type":"object","properties":{"answer":{"
 "description":"yes: run it once; always: run it and every step that starts with the same command for the rest of this session; no: refuse it",
 "enum":["yes","always","no"]}},"required":["answer"]}`)
 
-// attach attaches the client to the session the first time one of its calls shows it can
-// answer questions (its capabilities, per request from 2026-07-28, else from its
-// initialization), for the life of the connection; the asker, or nil when it cannot.
+// attach attaches a client to the session the first time one of its calls shows it can
+// answer questions (its capabilities: per request from 2026-07-28, else from its
+// initialization); the asker to use, or nil when the client cannot answer. A client of the
+// older protocols has an asker of its own for the life of its connection; those of
+// 2026-07-28 and later share one, which only queues the questions for their calls to hand
+// out, attached until the server stops (Close).
 func (x *Server) attach(req *mcp.CallToolRequest) *asker {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.asker != nil {
-		return x.asker
-	}
 	caps := req.ClientCapabilities()
 	if caps == nil || caps.Elicitation == nil || req.Session == nil {
 		return nil
@@ -55,14 +53,31 @@ func (x *Server) attach(req *mcp.CallToolRequest) *asker {
 	if ci := req.ClientInfo(); ci != nil && ci.Name != "" {
 		name = "mcp:" + ci.Name
 	}
-	a := &asker{s: x.s, ss: req.Session, name: name, open: map[string]context.CancelFunc{},
-		rounds: req.ProtocolVersion() >= roundsVersion, pending: map[string]orchestrator.Question{}, changed: make(chan struct{})}
-	x.asker = a
+	rounds := req.ProtocolVersion() >= roundsVersion
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if rounds && x.rounds != nil {
+		return x.rounds
+	}
+	if a := x.direct[req.Session]; !rounds && a != nil {
+		return a
+	}
+	a := &asker{s: x.s, ss: req.Session, name: name, rounds: rounds, open: map[string]context.CancelFunc{},
+		pending: map[string]orchestrator.Question{}, changed: make(chan struct{})}
 	detach := x.s.Attach(a)
+	if rounds {
+		x.rounds = a
+		x.detach = append(x.detach, func() { a.leave(); detach() })
+		return a
+	}
+	x.direct[req.Session] = a
 	go func() {
 		a.ss.Wait() // the connection ended: its questions are no longer asked there
 		a.leave()
 		detach()
+		x.mu.Lock()
+		delete(x.direct, a.ss)
+		x.mu.Unlock()
 	}()
 	return a
 }

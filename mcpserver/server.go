@@ -13,6 +13,7 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path"
 	"sync"
 
@@ -35,11 +36,13 @@ type Server struct {
 	srv   *mcp.Server
 	shell orchestrator.Shell
 
-	mu    sync.Mutex
-	seen  map[string]string // guarded by mu: sandbox path -> the content's hash as read or written
-	asker *asker            // guarded by mu: the client attached to answer questions; nil: none
-	calls map[string]*round // guarded by mu: tool calls waiting for answers, by request state
-	n     int               // guarded by mu: rounds made
+	mu     sync.Mutex
+	seen   map[string]string             // guarded by mu: sandbox path -> the content's hash as read or written
+	rounds *asker                        // guarded by mu: the clients of 2026-07-28 and later, once one can answer
+	direct map[*mcp.ServerSession]*asker // guarded by mu: older clients that can answer, by connection
+	detach []func()                      // guarded by mu: Close's
+	calls  map[string]*round             // guarded by mu: tool calls waiting for answers, by request state
+	n      int                           // guarded by mu: rounds made
 }
 
 // New makes a server for s with every tool registered.
@@ -47,7 +50,7 @@ func New(s *orchestrator.Session, o Options) *Server {
 	if o.Name == "" {
 		o.Name = "paddock"
 	}
-	x := &Server{s: s, seen: map[string]string{}, calls: map[string]*round{}}
+	x := &Server{s: s, seen: map[string]string{}, calls: map[string]*round{}, direct: map[*mcp.ServerSession]*asker{}}
 	x.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 	})
@@ -61,13 +64,30 @@ The bash tool is one shell: cd and exported variables hold from one call to the 
 outside the policy's auto set is asked of the person (through this client when it supports
 elicitation) or refused with its reason; a refused step stops the script there.`
 
-// Run serves the server on t until the client leaves or ctx ends.
+// Run serves the server on t until the client leaves or ctx ends, then closes it.
 func (x *Server) Run(ctx context.Context, t mcp.Transport) error {
+	defer x.Close()
 	return x.srv.Run(ctx, t)
 }
 
-// MCP returns the SDK's server, to serve it over another transport (streamable HTTP).
-func (x *Server) MCP() *mcp.Server { return x.srv }
+// Handler serves the server over streamable HTTP (the SDK's handler, with its protection
+// against DNS rebinding: a loopback request naming another host is refused). It does no
+// authentication of its own.
+func (x *Server) Handler() http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return x.srv }, nil)
+}
+
+// Close detaches the clients that answer questions: a question posed after it is refused
+// as unanswered.
+func (x *Server) Close() {
+	x.mu.Lock()
+	detach := x.detach
+	x.detach, x.rounds = nil, nil
+	x.mu.Unlock()
+	for _, d := range detach {
+		d()
+	}
+}
 
 // cwd is the sandbox directory relative paths and the next step start from.
 func (x *Server) cwd() string {
