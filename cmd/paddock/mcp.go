@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -23,8 +22,6 @@ import (
 	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/mcpserver"
-	"github.com/paddockhq/paddock/orchestrator"
-	"github.com/paddockhq/paddock/workspace"
 )
 
 func init() { commands = append(commands, newMCPCmd) }
@@ -66,23 +63,10 @@ error). Any other address is refused.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			l, err := loadSettings(dir, cmd.Flags(), withKeys(runKeys, transportKeys), errOut)
+			s, fin, err := openSession(ctx, cmd, dir, &tf, errOut)
 			if err != nil {
 				return err
 			}
-			p, err := tf.prepare(ctx, dir, l)
-			if err != nil {
-				return err
-			}
-			for _, n := range p.Notices {
-				fmt.Fprintln(errOut, "paddock:", n)
-			}
-			s, err := orchestrator.Open(ctx, p.Config)
-			if err != nil {
-				p.Finish(ctx)
-				return err
-			}
-			fin := sync.OnceValues(func() (*workspace.Report, error) { return finish(s, p, errOut) })
 			defer fin()
 			srv := mcpserver.New(s, mcpserver.Options{Name: "paddock", Version: buildVersion()})
 			if listen != "" {

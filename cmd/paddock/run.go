@@ -53,6 +53,29 @@ func finish(s *orchestrator.Session, p *session.Prepared, errOut io.Writer) (*wo
 	return rep, errors.Join(err, ferr)
 }
 
+// openSession opens a command's session in dir as run does: the settings (files, variables,
+// the command's flags), the transport, its notices told on errOut. fin closes the session
+// and finishes what was prepared for it (a synced workspace comes back), once.
+func openSession(ctx context.Context, cmd *cobra.Command, dir string, tf *transportFlags, errOut io.Writer) (*orchestrator.Session, func() (*workspace.Report, error), error) {
+	l, err := loadSettings(dir, cmd.Flags(), withKeys(runKeys, transportKeys), errOut)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := tf.prepare(ctx, dir, l)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, n := range p.Notices {
+		fmt.Fprintln(errOut, "paddock:", n)
+	}
+	s, err := orchestrator.Open(ctx, p.Config)
+	if err != nil {
+		p.Finish(ctx)
+		return nil, nil, err
+	}
+	return s, sync.OnceValues(func() (*workspace.Report, error) { return finish(s, p, errOut) }), nil
+}
+
 func newRunCmd() *cobra.Command {
 	var (
 		dir    string
@@ -83,23 +106,10 @@ PADDOCK_HOST) the session is opened in that daemon instead, with the same flags.
 			if host := daemonHost(cmd.Flags()); host != "" {
 				return runHosted(ctx, cmd, host, dir, args[0], asJSON)
 			}
-			l, err := loadSettings(dir, cmd.Flags(), withKeys(runKeys, transportKeys), errOut)
+			s, fin, err := openSession(ctx, cmd, dir, &tf, errOut)
 			if err != nil {
 				return err
 			}
-			p, err := tf.prepare(ctx, dir, l)
-			if err != nil {
-				return err
-			}
-			for _, n := range p.Notices {
-				fmt.Fprintln(errOut, "paddock:", n)
-			}
-			s, err := orchestrator.Open(ctx, p.Config)
-			if err != nil {
-				p.Finish(ctx)
-				return err
-			}
-			fin := sync.OnceValues(func() (*workspace.Report, error) { return finish(s, p, errOut) })
 			defer fin()
 			if !asJSON && term.IsTerminal(int(os.Stdin.Fd())) {
 				t := prompt.New(os.Stdin, os.Stderr, s.Answer)
