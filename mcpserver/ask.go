@@ -95,8 +95,8 @@ type asker struct {
 	mu      sync.Mutex
 	gone    bool                             // guarded by mu
 	open    map[string]context.CancelFunc    // guarded by mu: the requests in flight, by question
-	pending map[string]orchestrator.Question // guarded by mu: rounds: the questions open, not yet handed out
-	changed chan struct{}                    // guarded by mu: rounds: closed and replaced when pending grows
+	pending map[string]orchestrator.Question // guarded by mu: rounds: the questions open (posed, not settled)
+	changed chan struct{}                    // guarded by mu: rounds: closed and replaced when one is posed
 }
 
 func (a *asker) Kind() orchestrator.ClientKind { return orchestrator.Interactive }
@@ -186,19 +186,23 @@ func (a *asker) answer(id string, res *mcp.ElicitResult) {
 	_ = a.s.Answer(id, ans)
 }
 
-// next is the questions open and not yet handed out, taken, or, when there are none, a
-// channel closed once there are.
-func (a *asker) next() (map[string]orchestrator.Question, <-chan struct{}) {
+// next is the questions open that asked does not name, or, when there are none, a channel
+// closed once another is posed. A question stays open until it is settled, so a call that
+// comes after one that never came back for its answer is given it again.
+func (a *asker) next(asked map[string]bool) (map[string]orchestrator.Question, <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.pending) == 0 {
+	qs := map[string]orchestrator.Question{}
+	for id, q := range a.pending {
+		if _, ok := asked[id]; !ok {
+			qs[id] = q
+		}
+	}
+	if len(qs) == 0 {
 		return nil, a.changed
 	}
-	qs := a.pending
-	a.pending = map[string]orchestrator.Question{}
 	return qs, nil
 }
-
 // message is a question as the person reads it: what asks, the step exactly as it runs
 // (escaped), its effects.
 func message(q orchestrator.Question) string {

@@ -3,10 +3,13 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"maps"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/paddockhq/paddock/errdefs"
+	"github.com/paddockhq/paddock/orchestrator"
 )
 
 // roundsVersion is the protocol version from which questions go out as input requests.
@@ -19,6 +22,38 @@ const roundsVersion = "2026-07-28"
 type round struct {
 	done chan struct{}
 	res  *mcp.CallToolResult // set before done is closed
+
+	mu    sync.Mutex
+	asked map[string]bool // guarded by mu: the questions this call handed out: true until answered
+}
+
+// take marks the questions as handed out by this call.
+func (r *round) take(qs map[string]orchestrator.Question) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id := range qs {
+		r.asked[id] = true
+	}
+}
+
+// answered reports whether this call handed out question id and has not had it answered:
+// an answer is taken only for a question the call asked, once.
+func (r *round) answered(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ok := r.asked[id]
+	if ok {
+		r.asked[id] = false
+	}
+	return ok
+}
+
+// handed is a copy of the questions the call handed out, answered or not: it asks none
+// twice.
+func (r *round) handed() map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.asked)
 }
 
 // handler is a tool's work: its result, as the SDK's typed handlers return it.
@@ -47,12 +82,12 @@ func (x *Server) inRounds(ctx context.Context, req *mcp.CallToolRequest, h handl
 			return refuse(errdefs.NotFound, "unknown_state", "no call is waiting with the state %q", id)
 		}
 		for qid, resp := range req.Params.InputResponses {
-			if res, ok := resp.(*mcp.ElicitResult); ok {
+			if res, ok := resp.(*mcp.ElicitResult); ok && r.answered(qid) {
 				a.answer(qid, res)
 			}
 		}
 	} else {
-		r = &round{done: make(chan struct{})}
+		r = &round{done: make(chan struct{}), asked: map[string]bool{}}
 		x.mu.Lock()
 		x.n++
 		id = fmt.Sprintf("call-%d", x.n)
@@ -70,8 +105,9 @@ func (x *Server) inRounds(ctx context.Context, req *mcp.CallToolRequest, h handl
 		}()
 	}
 	for {
-		qs, more := a.next()
+		qs, more := a.next(r.handed())
 		if len(qs) > 0 {
+			r.take(qs)
 			ir := mcp.InputRequestMap{}
 			for qid, q := range qs {
 				ir[qid] = elicitation(q)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,20 +63,30 @@ func callText(t testing.TB, cs *mcp.ClientSession, name string, args map[string]
 	return b.String(), res.IsError
 }
 
-// A round's state names a call waiting; any other is refused, and the session goes on.
+// A round's state names a call waiting; any other is refused with its code, and the session
+// goes on.
 func TestUnknownRoundState(t *testing.T) {
 	t.Parallel()
 	s := openLocal(t, t.TempDir())
 	cs := connect(t, s, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		return &mcp.ElicitResult{Action: "decline"}, nil
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}, nil
 	}})
-	p := &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "true"}}
-	res, err := cs.CallTool(context.Background(), p)
-	if err != nil || res.IsError {
-		t.Fatalf("bash: %v %+v", err, res)
+	for _, state := range []string{"call-999", "call-1", "x"} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo forged"},
+			RequestState: state, InputResponses: mcp.InputResponseMap{"q1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text string
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		if !res.IsError || !strings.Contains(text, "[unknown_state]") || strings.Contains(text, "forged") {
+			t.Fatalf("state %q: %s", state, text)
+		}
 	}
-	raw := &mcp.CallToolParamsRaw{Name: "bash", Arguments: []byte(`{"command":"echo hi"}`), RequestState: "call-999"}
-	_ = raw
 	if out, isErr := callText(t, cs, "bash", map[string]any{"command": "echo still"}); isErr || !strings.Contains(out, "still") {
 		t.Fatalf("after: %s", out)
 	}
@@ -107,4 +118,82 @@ func BenchmarkStep(b *testing.B) {
 			}
 		}
 	})
+}
+
+// raw calls a tool with the client's round-trip handling off: its result as it comes.
+func raw(t *testing.T, cs *mcp.ClientSession, p *mcp.CallToolParams) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// ids is the question ids of an input-required result.
+func ids(res *mcp.CallToolResult) []string {
+	var out []string
+	for id := range res.InputRequests {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// In rounds, an answer is taken only for a question the call itself handed out: a yes for
+// another question, known or forged, changes nothing. A question a call handed out and never
+// came back for is handed out again by the next call.
+func TestRoundsAnswerOnlyWhatWasAsked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/.env", []byte("TOKEN=hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openLocal(t, dir)
+	cs := connect(t, s, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			t.Error("an elicitation request was sent on a protocol that has rounds")
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		}})
+	yes := &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}
+	no := &mcp.ElicitResult{Action: "decline"}
+
+	a := raw(t, cs, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": ".env"}})
+	if !a.NeedsInput() || len(a.InputRequests) != 1 {
+		t.Fatalf("the read did not ask: %+v", a)
+	}
+	qa := ids(a)[0]
+	// A second call is handed the first call's question, which nobody answered.
+	b := raw(t, cs, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "cat .env"}})
+	if !b.NeedsInput() || !slices.Contains(ids(b), qa) {
+		t.Fatalf("the second call was not handed the open question: %v", ids(b))
+	}
+	// b goes on until its own step asks.
+	for !slices.ContainsFunc(ids(b), func(id string) bool { return id != qa }) {
+		b = raw(t, cs, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "cat .env"}, RequestState: b.RequestState})
+		if !b.NeedsInput() {
+			t.Fatalf("the step ran unasked: %+v", b)
+		}
+	}
+	qb := slices.DeleteFunc(ids(b), func(id string) bool { return id == qa })[0]
+	// A yes to b's question through a's state, and a forged one, are not taken.
+	a = raw(t, cs, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": ".env"}, RequestState: a.RequestState,
+		InputResponses: mcp.InputResponseMap{qb: yes, "forged": yes}})
+	if !a.NeedsInput() {
+		t.Fatalf("the read ended: %+v", a)
+	}
+	// b's own answers: no to its step, no to the read; both are refused.
+	b = raw(t, cs, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "cat .env"}, RequestState: b.RequestState,
+		InputResponses: mcp.InputResponseMap{qb: no, qa: no}})
+	if b.NeedsInput() {
+		t.Fatalf("the step still waits: %v", ids(b))
+	}
+	text := b.Content[0].(*mcp.TextContent).Text
+	if strings.Contains(text, "hunter2") || !strings.Contains(text, "denied") {
+		t.Fatalf("the step: %s", text)
+	}
+	a = raw(t, cs, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": ".env"}, RequestState: a.RequestState})
+	if a.NeedsInput() || !a.IsError || strings.Contains(a.Content[0].(*mcp.TextContent).Text, "hunter2") {
+		t.Fatalf("the read: %+v", a)
+	}
 }
