@@ -203,6 +203,7 @@ func (a *asker) next(asked map[string]bool) (map[string]orchestrator.Question, <
 	}
 	return qs, nil
 }
+
 // message is a question as the person reads it: what asks, the step exactly as it runs
 // (escaped), its effects.
 func message(q orchestrator.Question) string {

@@ -67,6 +67,21 @@ func tool[In any](x *Server, t *mcp.Tool, h func(context.Context, *mcp.CallToolR
 	})
 }
 
+// keptEnded bounds the calls that ended with nobody come back for their result yet.
+const keptEnded = 64
+
+// ended keeps the result of call id for the request that comes back for it, and forgets the
+// oldest such result past keptEnded: a client that never comes back leaks nothing.
+func (x *Server) ended(id string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.endedCalls = append(x.endedCalls, id)
+	if len(x.endedCalls) > keptEnded {
+		delete(x.calls, x.endedCalls[0])
+		x.endedCalls = x.endedCalls[1:]
+	}
+}
+
 func (x *Server) inRounds(ctx context.Context, req *mcp.CallToolRequest, h handler) (*mcp.CallToolResult, any, error) {
 	a := x.attach(req)
 	if a == nil || !a.rounds {
@@ -102,6 +117,7 @@ func (x *Server) inRounds(ctx context.Context, req *mcp.CallToolRequest, h handl
 			}
 			r.res = res
 			close(r.done)
+			x.ended(id)
 		}()
 	}
 	for {

@@ -36,13 +36,14 @@ type Server struct {
 	srv   *mcp.Server
 	shell orchestrator.Shell
 
-	mu     sync.Mutex
-	seen   map[string]string             // guarded by mu: sandbox path -> the content's hash as read or written
-	rounds *asker                        // guarded by mu: the clients of 2026-07-28 and later, once one can answer
-	direct map[*mcp.ServerSession]*asker // guarded by mu: older clients that can answer, by connection
-	detach []func()                      // guarded by mu: Close's
-	calls  map[string]*round             // guarded by mu: tool calls waiting for answers, by request state
-	n      int                           // guarded by mu: rounds made
+	mu         sync.Mutex
+	seen       map[string]string             // guarded by mu: sandbox path -> the content's hash as read or written
+	rounds     *asker                        // guarded by mu: the clients of 2026-07-28 and later, once one can answer
+	direct     map[*mcp.ServerSession]*asker // guarded by mu: older clients that can answer, by connection
+	detach     []func()                      // guarded by mu: Close's
+	calls      map[string]*round             // guarded by mu: tool calls waiting for answers, by request state
+	endedCalls []string                      // guarded by mu: calls that ended, oldest first (see ended)
+	n          int                           // guarded by mu: rounds made
 }
 
 // New makes a server for s with every tool registered.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -195,5 +196,20 @@ func TestRoundsAnswerOnlyWhatWasAsked(t *testing.T) {
 	a = raw(t, cs, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": ".env"}, RequestState: a.RequestState})
 	if a.NeedsInput() || !a.IsError || strings.Contains(a.Content[0].(*mcp.TextContent).Text, "hunter2") {
 		t.Fatalf("the read: %+v", a)
+	}
+}
+
+// Calls that ended with nobody come back for their result are kept, the newest keptEnded of
+// them: a client that never comes back leaks nothing.
+func TestEndedCallsBounded(t *testing.T) {
+	t.Parallel()
+	x := &Server{calls: map[string]*round{}}
+	for i := range 3 * keptEnded {
+		id := "call-" + strconv.Itoa(i)
+		x.calls[id] = &round{}
+		x.ended(id)
+	}
+	if len(x.calls) != keptEnded || x.calls["call-"+strconv.Itoa(3*keptEnded-1)] == nil {
+		t.Fatalf("%d calls kept", len(x.calls))
 	}
 }
