@@ -2,9 +2,7 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,21 +39,14 @@ type WriteIn struct {
 	Content string `json:"content" jsonschema:"the file's whole new content"`
 }
 
-// Edit is one exact-string replacement.
-type Edit struct {
-	Old        string `json:"old_string" jsonschema:"the exact text to replace; it must occur once unless replace_all is set"`
-	New        string `json:"new_string" jsonschema:"the text to put in its place"`
-	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"replace every occurrence"`
-}
-
 // EditIn is the edit tool's input: one edit (old_string, new_string) or several (edits),
 // applied in order, all or nothing.
 type EditIn struct {
-	Path       string `json:"path" jsonschema:"the file to edit: absolute, or relative to the shell's working directory"`
-	Old        string `json:"old_string,omitempty" jsonschema:"the exact text to replace (or give edits)"`
-	New        string `json:"new_string,omitempty" jsonschema:"the text to put in its place"`
-	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"replace every occurrence of old_string"`
-	Edits      []Edit `json:"edits,omitempty" jsonschema:"several edits to the file, applied in order, all or nothing"`
+	Path       string                `json:"path" jsonschema:"the file to edit: absolute, or relative to the shell's working directory"`
+	Old        string                `json:"old_string,omitempty" jsonschema:"the exact text to replace (or give edits)"`
+	New        string                `json:"new_string,omitempty" jsonschema:"the text to put in its place"`
+	ReplaceAll bool                  `json:"replace_all,omitempty" jsonschema:"replace every occurrence of old_string"`
+	Edits      []orchestrator.FSEdit `json:"edits,omitempty" jsonschema:"several edits to the file, applied in order, all or nothing: each an old_string, a new_string and replace_all"`
 }
 
 // GlobIn is the glob tool's input.
@@ -122,11 +113,6 @@ func serve[R any](ctx context.Context, x *Server, typ string, body any) (*R, err
 	return r, nil
 }
 
-func digest(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
-}
-
 // readFile reads a file through fs.read: its reply, and its bytes; a binary file is refused
 // with its size and type.
 func (x *Server) readFile(ctx context.Context, p string) (*orchestrator.FSReply, []byte, error) {
@@ -148,11 +134,21 @@ func binary(r *orchestrator.FSReply, b []byte) error {
 	return errdefs.New(errdefs.InvalidArgument, "binary", fmt.Sprintf("%s is a binary file (%d bytes, %s); look at it with bash (xxd, file)", r.Path, r.Size, http.DetectContentType(b)))
 }
 
-// remember notes the version of a file this session read or wrote.
-func (x *Server) remember(p string, b []byte) {
+// remember notes the version of a file this session read or wrote, under each of its paths
+// (as asked, and where it really is).
+func (x *Server) remember(version string, paths ...string) {
 	x.mu.Lock()
-	x.seen[p] = digest(b)
-	x.mu.Unlock()
+	defer x.mu.Unlock()
+	for _, p := range paths {
+		x.seen[p] = version
+	}
+}
+
+// version is the version of the file at p this session last read or wrote; "" for none.
+func (x *Server) version(p string) string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.seen[p]
 }
 
 // current checks that the file at r (read now, b) is the version this session last read or
@@ -164,7 +160,7 @@ func (x *Server) current(r *orchestrator.FSReply, b []byte) error {
 	switch {
 	case !ok:
 		return errdefs.New(errdefs.Conflict, "not_read", fmt.Sprintf("%s exists and this session has not read it: read it first", r.Path))
-	case was != digest(b):
+	case was != orchestrator.FSVersion(b):
 		return errdefs.New(errdefs.Conflict, "changed_since_read", fmt.Sprintf("%s changed since this session read it: read it again", r.Path))
 	}
 	return nil
@@ -174,14 +170,15 @@ func (x *Server) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadIn) (*
 	if in.Offset < 0 || in.Limit < 0 {
 		return refuse(errdefs.InvalidArgument, "bad_request", "offset and limit must not be negative")
 	}
-	r, b, err := x.readFile(ctx, x.abs(in.Path))
+	p := x.abs(in.Path)
+	r, b, err := x.readFile(ctx, p)
 	if err != nil {
 		return fail(err)
 	}
 	if r.Encoding == "base64" {
 		return fail(binary(r, b))
 	}
-	x.remember(r.Path, b)
+	x.remember(orchestrator.FSVersion(b), p, r.Path)
 	if len(b) == 0 {
 		return text(fmt.Sprintf("[%s is empty]\n", r.Path)), nil, nil
 	}
@@ -234,7 +231,7 @@ func (x *Server) write(ctx context.Context, _ *mcp.CallToolRequest, in WriteIn) 
 	if err != nil {
 		return fail(err)
 	}
-	x.remember(w.Path, []byte(in.Content))
+	x.remember(orchestrator.FSVersion([]byte(in.Content)), x.abs(in.Path), w.Path)
 	verb := "created"
 	if r != nil {
 		verb = "replaced"
@@ -248,62 +245,23 @@ func (x *Server) edit(ctx context.Context, _ *mcp.CallToolRequest, in EditIn) (*
 		if len(edits) > 0 {
 			return refuse(errdefs.InvalidArgument, "bad_request", "give old_string and new_string, or edits, not both")
 		}
-		edits = []Edit{{Old: in.Old, New: in.New, ReplaceAll: in.ReplaceAll}}
+		edits = []orchestrator.FSEdit{{Old: in.Old, New: in.New, ReplaceAll: in.ReplaceAll}}
 	}
 	if len(edits) == 0 {
 		return refuse(errdefs.InvalidArgument, "bad_request", "no edit given")
 	}
-	r, b, err := x.readFile(ctx, x.abs(in.Path))
+	p := x.abs(in.Path)
+	v := x.version(p)
+	if v == "" {
+		return refuse(errdefs.Conflict, "not_read", "%s: this session has not read it: read it first", p)
+	}
+	// One request: the file must still be the version read; every edit or none.
+	r, err := serve[orchestrator.FSEditReply](ctx, x, orchestrator.TypeFSEdit, orchestrator.FSEditRequest{Path: p, Edits: edits, Version: v})
 	if err != nil {
 		return fail(err)
 	}
-	if r.Encoding == "base64" {
-		return fail(binary(r, b))
-	}
-	if err := x.current(r, b); err != nil {
-		return fail(err)
-	}
-	s, n, err := apply(string(b), edits)
-	if err != nil {
-		return fail(fmt.Errorf("%s: %w", r.Path, err))
-	}
-	w, err := serve[orchestrator.FSReply](ctx, x, orchestrator.TypeFSWrite, orchestrator.FSWriteRequest{Path: r.Path, Content: s})
-	if err != nil {
-		return fail(err)
-	}
-	x.remember(w.Path, []byte(s))
-	return text(fmt.Sprintf("edited %s: %d replacements (%d bytes)\n", w.Path, n, w.Size)), nil, nil
-}
-
-// apply applies edits to s in order: each old string must occur (once, unless replace_all),
-// else nothing is changed and the error names the edit.
-func apply(s string, edits []Edit) (string, int, error) {
-	n := 0
-	for i, e := range edits {
-		at := fmt.Sprintf("edit %d", i+1)
-		if len(edits) == 1 {
-			at = "the edit"
-		}
-		switch c := strings.Count(s, e.Old); {
-		case e.Old == "":
-			return "", 0, errdefs.New(errdefs.InvalidArgument, "bad_request", at+": old_string is empty")
-		case e.Old == e.New:
-			return "", 0, errdefs.New(errdefs.InvalidArgument, "no_change", at+": old_string and new_string are the same")
-		case c == 0:
-			return "", 0, errdefs.New(errdefs.InvalidArgument, "no_match", at+": old_string is not in the file (nothing was changed)")
-		case c > 1 && !e.ReplaceAll:
-			return "", 0, errdefs.New(errdefs.InvalidArgument, "many_matches", fmt.Sprintf("%s: old_string occurs %d times; give more context to make it unique, or set replace_all (nothing was changed)", at, c))
-		default:
-			if e.ReplaceAll {
-				s = strings.ReplaceAll(s, e.Old, e.New)
-				n += c
-			} else {
-				s = strings.Replace(s, e.Old, e.New, 1)
-				n++
-			}
-		}
-	}
-	return s, n, nil
+	x.remember(r.Version, p, r.Path)
+	return text(fmt.Sprintf("edited %s: %d replacements (%d bytes)\n", r.Path, r.Replacements, r.Size)), nil, nil
 }
 
 func (x *Server) glob(ctx context.Context, _ *mcp.CallToolRequest, in GlobIn) (*mcp.CallToolResult, any, error) {

@@ -37,7 +37,7 @@ func (e *HandlerError) Code() string { return "handler_builtin" }
 func (e *HandlerError) Class() errdefs.Class { return errdefs.Refused }
 
 // builtinTypes are the host request types every session serves itself (hostHandlers).
-var builtinTypes = []string{TypeFSRead, TypeFSWrite, TypeFSStat, TypeFSList, TypeFSGlob, TypeFSGrep, TypeSpawn, TypeCollect}
+var builtinTypes = []string{TypeFSRead, TypeFSWrite, TypeFSStat, TypeFSList, TypeFSGlob, TypeFSGrep, TypeFSEdit, TypeSpawn, TypeCollect}
 
 // checkHandlers refuses handlers that would replace a type the session serves.
 func checkHandlers(hs map[string]Handler) error {

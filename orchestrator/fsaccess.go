@@ -91,14 +91,17 @@ func (e *FSError) Error() string {
 // Code is the stable code of the refusal.
 func (e *FSError) Code() string { return e.Reason }
 
-// Class is the error's class: a path not there, a request that cannot be read, the host's
-// own failure, else the policy's refusal.
+// Class is the error's class: a path not there, a request that cannot be carried out as
+// written (a bad body, an edit that does not fit the file), a file changed since it was
+// read, the host's own failure, else the policy's refusal.
 func (e *FSError) Class() errdefs.Class {
 	switch e.Reason {
 	case FSNotFound:
 		return errdefs.NotFound
-	case FSBadRequest:
+	case FSBadRequest, FSNoMatch, FSManyMatches, FSNoChange, FSBinary:
 		return errdefs.InvalidArgument
+	case FSChangedSince:
+		return errdefs.Conflict
 	case FSFailed:
 		return errdefs.Internal
 	}
@@ -224,6 +227,7 @@ func FSHandlers(c FSConfig) map[string]Handler {
 		TypeFSList:  c.list,
 		TypeFSGlob:  c.glob,
 		TypeFSGrep:  c.grep,
+		TypeFSEdit:  c.edit,
 	}
 }
 

@@ -248,7 +248,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // Whatever a sandbox sends as a tree request, the reply is of its type or a coded refusal
 // naming no host path, and nothing outside the mounts is ever in a reply.
 func FuzzFSTreeRequest(f *testing.F) {
-	types := []string{TypeFSStat, TypeFSList, TypeFSGlob, TypeFSGrep}
+	types := []string{TypeFSStat, TypeFSList, TypeFSGlob, TypeFSGrep, TypeFSEdit}
 	f.Add(uint8(1), []byte(`{"path":"/work"}`))
 	f.Add(uint8(2), []byte(`{"path":"/work","pattern":"**/*"}`))
 	f.Add(uint8(3), []byte(`{"path":"/work","pattern":"outside|alpha","before":3,"mode":"count"}`))
@@ -256,6 +256,8 @@ func FuzzFSTreeRequest(f *testing.F) {
 	f.Add(uint8(0), []byte(`{"path":"/work/../out/secret"}`))
 	f.Add(uint8(2), []byte(`{"path":"/work","pattern":"{a,b","limit":100001}`))
 	f.Add(uint8(3), []byte(`not json`))
+	f.Add(uint8(4), []byte(`{"path":"/work/a.txt","edits":[{"old_string":"alpha","new_string":"beta"}]}`))
+	f.Add(uint8(4), []byte(`{"path":"/work/outdir/secret","edits":[{"old_string":"outside","new_string":"x"}]}`))
 	fx := newFSFixture(f)
 	os.Symlink(fx.out, filepath.Join(fx.ws, "outdir"))
 	f.Fuzz(func(t *testing.T, i uint8, body []byte) {
@@ -276,6 +278,9 @@ func FuzzFSTreeRequest(f *testing.F) {
 		b, _ := json.Marshal(res)
 		if strings.Contains(string(b), "outside") || strings.Contains(string(b), "KEY") {
 			t.Fatalf("a reply holds what no request may read: %s", b)
+		}
+		if b, _ := os.ReadFile(filepath.Join(fx.out, "secret")); string(b) != "outside\n" {
+			t.Fatalf("a file outside every mount changed: %q", b)
 		}
 	})
 }
