@@ -24,7 +24,7 @@ func BenchmarkMCPStepVsHTTPVsExec(b *testing.B) {
 	ws := mcpWorkspace(b)
 	conf := b.TempDir()
 	tkind := cmpOr(os.Getenv("BENCH_TRANSPORT"), "docker")
-	c := startMCPWith(b, ws, false, nil, nil, "--transport", tkind)
+	c := startMCPWith(b, ws, false, nil, nil, nil, "--transport", tkind)
 	sock := filepath.Join(b.TempDir(), "d.sock")
 	startServe(b, bin, sock, b.TempDir(), append(os.Environ(), "XDG_CONFIG_HOME="+conf))
 	cl, err := client.New("unix://" + sock)
@@ -87,7 +87,7 @@ func BenchmarkMCPGrepVsRg(b *testing.B) {
 		needPeer(b, "no rg on the host (the sandbox's system directories are the host's): %v", err)
 	}
 	root := repoRoot(b)
-	c := startMCPWith(b, root, false, nil, nil, "--transport", "docker", "--workspace", root)
+	c := startMCPWith(b, root, false, nil, nil, nil, "--transport", "docker", "--workspace", root)
 	const pattern = `func \(s \*Session\) [A-Z]`
 	grep := func() string {
 		out, isErr := c.call("grep", map[string]any{"pattern": pattern, "output_mode": "count", "limit": 100000})

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/paddockhq/paddock/transport/ssh/sshtest"
 )
 
 // mcpClient is the SDK's own client connected to a real `paddock mcp` process over stdio.
@@ -26,12 +28,12 @@ type mcpClient struct {
 
 func startMCP(t testing.TB, ws string, elicit bool, args ...string) *mcpClient {
 	t.Helper()
-	return startMCPWith(t, ws, elicit, nil, nil, args...)
+	return startMCPWith(t, ws, elicit, nil, nil, nil, args...)
 }
 
-// startMCPWith is startMCP with the client's own options (nil: none) and session options
-// (nil: the latest protocol version).
-func startMCPWith(t testing.TB, ws string, elicit bool, opts *mcp.ClientOptions, so *mcp.ClientSessionOptions, args ...string) *mcpClient {
+// startMCPWith is startMCP with the client's own options (nil: none), session options (nil:
+// the latest protocol version) and variables for the process (after a clean settings home).
+func startMCPWith(t testing.TB, ws string, elicit bool, opts *mcp.ClientOptions, so *mcp.ClientSessionOptions, env []string, args ...string) *mcpClient {
 	t.Helper()
 	bin := paddockBinary(t)
 	c := &mcpClient{t: t}
@@ -51,7 +53,7 @@ func startMCPWith(t testing.TB, ws string, elicit bool, opts *mcp.ClientOptions,
 	}
 	cmd := exec.Command(bin, append([]string{"mcp"}, args...)...)
 	cmd.Dir = ws
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
+	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()), env...)
 	cmd.Stderr = testWriter{t}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "paddock-test", Version: "1"}, opts).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, so)
 	if err != nil {
@@ -308,7 +310,7 @@ func TestMCPWithoutElicitation(t *testing.T) {
 // the same command (a secret still asks each time).
 func TestMCPOlderProtocol(t *testing.T) {
 	ws := mcpWorkspace(t)
-	c := startMCPWith(t, ws, true, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}, "--transport", "local", "--auto-effects", "read")
+	c := startMCPWith(t, ws, true, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}, nil, "--transport", "local", "--auto-effects", "read")
 	if v := c.cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
 		t.Fatalf("protocol %s", v)
 	}
@@ -343,7 +345,7 @@ func TestMCPProgress(t *testing.T) {
 		got = append(got, req.Params.Message)
 		mu.Unlock()
 	}}
-	c := startMCPWith(t, ws, false, opts, nil, "--transport", "local")
+	c := startMCPWith(t, ws, false, opts, nil, nil, "--transport", "local")
 	params := &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo first; echo second"}}
 	params.SetProgressToken("p1")
 	res, err := c.cs.CallTool(context.Background(), params)
@@ -355,4 +357,31 @@ func TestMCPProgress(t *testing.T) {
 	if all := strings.Join(got, "|"); !strings.Contains(all, "step 1: first") || !strings.Contains(all, "step 2: second") {
 		t.Fatalf("progress %q", got)
 	}
+}
+
+// ssh://HOST/PATH reads a file on a box the trusted settings list, numbered as any read; a
+// box they do not list, or a session with none, is refused.
+func TestMCPReadOverSSH(t *testing.T) {
+	srv := sshtest.Start(t)
+	home := srv.Home(t)
+	conf := filepath.Join(home, ".config")
+	if err := os.MkdirAll(filepath.Join(conf, "paddock"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(conf, "paddock", "settings.json"), []byte(`{"ssh":{"hosts":["`+sshtest.Alias+`"]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	remote := t.TempDir()
+	os.WriteFile(filepath.Join(remote, "notes.txt"), []byte("first\nsecond\nthird\n"), 0o644)
+	ws := mcpWorkspace(t)
+	c := startMCPWith(t, ws, false, nil, nil, []string{"XDG_CONFIG_HOME=" + conf}, "--transport", "local")
+	url := "ssh://" + sshtest.Alias + remote + "/notes.txt"
+	if out := c.ok("read", map[string]any{"path": url, "offset": 2, "limit": 1}); !strings.Contains(out, "     2\tsecond\n") || strings.Contains(out, "first") {
+		t.Fatalf("a read over ssh: %s", out)
+	}
+	c.refused("read", map[string]any{"path": "ssh://" + sshtest.Alias + remote + "/missing"}, "not_found")
+	c.refused("read", map[string]any{"path": "ssh://other" + remote + "/notes.txt"}, "not_allowed")
+	c.refused("read", map[string]any{"path": "ssh://" + sshtest.Alias + "/.." + remote}, "escapes")
+	bare := startMCP(t, ws, false, "--transport", "local")
+	bare.refused("read", map[string]any{"path": url}, "not_allowed")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/paddockhq/paddock/errdefs"
+	"github.com/paddockhq/paddock/internal/sshfile"
 	"github.com/paddockhq/paddock/orchestrator"
 )
 
@@ -28,7 +29,7 @@ const (
 
 // ReadIn is the read tool's input.
 type ReadIn struct {
-	Path   string `json:"path" jsonschema:"the file to read: absolute, or relative to the shell's working directory"`
+	Path   string `json:"path" jsonschema:"the file to read: absolute, relative to the shell's working directory, or ssh://HOST/PATH on a box the settings allow (ssh.hosts)"`
 	Offset int    `json:"offset,omitempty" jsonschema:"the line to start at, from 1 (default 1)"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"how many lines to read (default 2000)"`
 }
@@ -170,6 +171,9 @@ func (x *Server) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadIn) (*
 	if in.Offset < 0 || in.Limit < 0 {
 		return refuse(errdefs.InvalidArgument, "bad_request", "offset and limit must not be negative")
 	}
+	if strings.HasPrefix(in.Path, "ssh://") {
+		return x.readSSH(ctx, in)
+	}
 	p := x.abs(in.Path)
 	r, b, err := x.readFile(ctx, p)
 	if err != nil {
@@ -179,10 +183,16 @@ func (x *Server) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadIn) (*
 		return fail(binary(r, b))
 	}
 	x.remember(orchestrator.FSVersion(b), p, r.Path)
-	if len(b) == 0 {
-		return text(fmt.Sprintf("[%s is empty]\n", r.Path)), nil, nil
+	return numbered(r.Path, string(b), in, "")
+}
+
+// numbered is a file's text as read gives it: the lines from offset, at most limit of them,
+// each with its number; a note ends it when that is not the whole file.
+func numbered(name, s string, in ReadIn, note string) (*mcp.CallToolResult, any, error) {
+	if s == "" {
+		return text(fmt.Sprintf("[%s is empty]\n%s", name, note)), nil, nil
 	}
-	lines := strings.SplitAfter(string(b), "\n")
+	lines := strings.SplitAfter(s, "\n")
 	if lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]
 	}
@@ -192,7 +202,7 @@ func (x *Server) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadIn) (*
 		limit = defaultReadLines
 	}
 	if from > len(lines) {
-		return refuse(errdefs.InvalidArgument, "bad_offset", "%s has %d lines; offset %d is past its end", r.Path, len(lines), from)
+		return refuse(errdefs.InvalidArgument, "bad_offset", "%s has %d lines; offset %d is past its end", name, len(lines), from)
 	}
 	to := min(from-1+limit, len(lines))
 	var out strings.Builder
@@ -204,9 +214,40 @@ func (x *Server) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadIn) (*
 		fmt.Fprintf(&out, "%6d\t%s\n", i+1, l)
 	}
 	if from > 1 || to < len(lines) {
-		fmt.Fprintf(&out, "[lines %d-%d of %d of %s]\n", from, to, len(lines), r.Path)
+		fmt.Fprintf(&out, "[lines %d-%d of %d of %s]\n", from, to, len(lines), name)
 	}
+	out.WriteString(note)
 	return text(out.String()), nil, nil
+}
+
+// sshClasses are the classes of sshfile's refusals.
+var sshClasses = map[string]errdefs.Class{
+	sshfile.NotAllowed: errdefs.PermissionDenied, sshfile.PermissionDenied: errdefs.PermissionDenied,
+	sshfile.Arguments: errdefs.InvalidArgument, sshfile.Escapes: errdefs.InvalidArgument,
+	sshfile.Binary: errdefs.InvalidArgument, sshfile.IsDirectory: errdefs.InvalidArgument,
+	sshfile.NotFound: errdefs.NotFound, sshfile.Timeout: errdefs.DeadlineExceeded,
+	sshfile.Host: errdefs.Unavailable, sshfile.Auth: errdefs.Unavailable, sshfile.IO: errdefs.Unavailable,
+}
+
+// readSSH reads a file on a box the trusted settings list (ssh.hosts), over SFTP: a text
+// file's first bytes (sshfile's cap), numbered as any read.
+func (x *Server) readSSH(ctx context.Context, in ReadIn) (*mcp.CallToolResult, any, error) {
+	if x.ssh == nil {
+		return refuse(errdefs.PermissionDenied, sshfile.NotAllowed, "ssh:// reads need a box listed in the setting ssh.hosts (global settings only)")
+	}
+	res, err := x.ssh.Read(ctx, in.Path)
+	var rj *sshfile.Rejection
+	if errors.As(err, &rj) {
+		return fail(errdefs.New(sshClasses[rj.Code], rj.Code, rj.Msg))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	note := ""
+	if res.Dropped > 0 {
+		note = fmt.Sprintf("[%s: %d of its %d bytes are not shown: a box's file is read up to %d bytes]\n", res.URL, res.Dropped, res.Bytes, res.Bytes-res.Dropped)
+	}
+	return numbered(res.URL, res.Text, in, note)
 }
 
 // notFound reports an fs refusal for a file that is not there.

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/paddockhq/paddock/errdefs"
+	"github.com/paddockhq/paddock/internal/sshfile"
 	"github.com/paddockhq/paddock/orchestrator"
 )
 
@@ -27,6 +28,9 @@ import (
 type Options struct {
 	// Name and Version are what the server tells a client it is.
 	Name, Version string
+	// SSH reads ssh://HOST/PATH for the read tool (the hosts of the trusted setting
+	// ssh.hosts); nil: such a read is refused.
+	SSH *sshfile.Reader
 }
 
 // Server serves one session over MCP. The shell the bash tool continues and the versions
@@ -35,6 +39,7 @@ type Server struct {
 	s     *orchestrator.Session
 	srv   *mcp.Server
 	shell orchestrator.Shell
+	ssh   *sshfile.Reader
 
 	mu         sync.Mutex
 	seen       map[string]string             // guarded by mu: sandbox path -> the content's hash as read or written
@@ -51,7 +56,7 @@ func New(s *orchestrator.Session, o Options) *Server {
 	if o.Name == "" {
 		o.Name = "paddock"
 	}
-	x := &Server{s: s, seen: map[string]string{}, calls: map[string]*round{}, direct: map[*mcp.ServerSession]*asker{}}
+	x := &Server{s: s, ssh: o.SSH, seen: map[string]string{}, calls: map[string]*round{}, direct: map[*mcp.ServerSession]*asker{}}
 	x.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 	})

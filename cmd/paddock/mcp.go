@@ -21,7 +21,9 @@ import (
 
 	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/errdefs"
+	"github.com/paddockhq/paddock/internal/sshfile"
 	"github.com/paddockhq/paddock/mcpserver"
+	"github.com/paddockhq/paddock/transport/ssh"
 )
 
 func init() { commands = append(commands, newMCPCmd) }
@@ -63,12 +65,18 @@ error). Any other address is refused.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			s, fin, err := openSession(ctx, cmd, dir, &tf, errOut)
+			s, l, fin, err := openSession(ctx, cmd, dir, &tf, errOut)
 			if err != nil {
 				return err
 			}
 			defer fin()
-			srv := mcpserver.New(s, mcpserver.Options{Name: "paddock", Version: buildVersion()})
+			o := mcpserver.Options{Name: "paddock", Version: buildVersion()}
+			if hosts := l.Settings.SSH.Hosts; len(hosts) > 0 {
+				pool := &ssh.Pool{}
+				defer pool.Close()
+				o.SSH = &sshfile.Reader{Hosts: hosts, Pool: pool}
+			}
+			srv := mcpserver.New(s, o)
 			if listen != "" {
 				err = serveMCP(ctx, srv, listen, errOut)
 			} else {

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/internal/prompt"
 	"github.com/paddockhq/paddock/orchestrator"
@@ -54,26 +55,26 @@ func finish(s *orchestrator.Session, p *session.Prepared, errOut io.Writer) (*wo
 }
 
 // openSession opens a command's session in dir as run does: the settings (files, variables,
-// the command's flags), the transport, its notices told on errOut. fin closes the session
+// the command's flags: l), the transport, its notices told on errOut. fin closes the session
 // and finishes what was prepared for it (a synced workspace comes back), once.
-func openSession(ctx context.Context, cmd *cobra.Command, dir string, tf *transportFlags, errOut io.Writer) (*orchestrator.Session, func() (*workspace.Report, error), error) {
-	l, err := loadSettings(dir, cmd.Flags(), withKeys(runKeys, transportKeys), errOut)
+func openSession(ctx context.Context, cmd *cobra.Command, dir string, tf *transportFlags, errOut io.Writer) (s *orchestrator.Session, l *config.Loaded, fin func() (*workspace.Report, error), err error) {
+	l, err = loadSettings(dir, cmd.Flags(), withKeys(runKeys, transportKeys), errOut)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	p, err := tf.prepare(ctx, dir, l)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, n := range p.Notices {
 		fmt.Fprintln(errOut, "paddock:", n)
 	}
-	s, err := orchestrator.Open(ctx, p.Config)
+	s, err = orchestrator.Open(ctx, p.Config)
 	if err != nil {
 		p.Finish(ctx)
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return s, sync.OnceValues(func() (*workspace.Report, error) { return finish(s, p, errOut) }), nil
+	return s, l, sync.OnceValues(func() (*workspace.Report, error) { return finish(s, p, errOut) }), nil
 }
 
 func newRunCmd() *cobra.Command {
@@ -106,7 +107,7 @@ PADDOCK_HOST) the session is opened in that daemon instead, with the same flags.
 			if host := daemonHost(cmd.Flags()); host != "" {
 				return runHosted(ctx, cmd, host, dir, args[0], asJSON)
 			}
-			s, fin, err := openSession(ctx, cmd, dir, &tf, errOut)
+			s, _, fin, err := openSession(ctx, cmd, dir, &tf, errOut)
 			if err != nil {
 				return err
 			}
