@@ -36,6 +36,7 @@ var served = map[string]bool{
 	wire.TypeRealpath: true,
 	wire.TypePing:     true,
 	wire.TypeChdir:    true,
+	wire.TypeEgress:   true,
 	wire.TypeShutdown: true,
 }
 

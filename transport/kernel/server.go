@@ -41,6 +41,8 @@ type server struct {
 	stopOnce sync.Once
 	stopping chan struct{} // closed when the kernel is to end
 
+	forward forwarder // the egress listener, once asked for
+
 	handlers sync.WaitGroup // one per request being served
 	bg       sync.WaitGroup // TERM-then-KILL escalations
 }
@@ -176,6 +178,8 @@ func (s *server) handler(typ string) func(json.RawMessage) (any, error) {
 		return s.ping
 	case wire.TypeChdir:
 		return chdir
+	case wire.TypeEgress:
+		return s.egress
 	}
 	// decide lets through only served types.
 	panic("kernel: no handler for " + typ)
@@ -342,6 +346,7 @@ func (s *server) finish() {
 	if s.relay != nil {
 		s.relay.close()
 	}
+	s.forward.close()
 	s.killAll()
 	s.bg.Wait()
 	waitGroup(&s.handlers, 5*time.Second, s.log)

@@ -212,3 +212,16 @@ type Verdict struct {
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
 }
+
+// Egress asks the kernel to listen at Listen, a TCP address on the sandbox's loopback, and
+// carry each connection made there to Socket, the unix socket of the host's proxy bound into
+// the sandbox. The reply is EgressReply.
+type Egress struct {
+	Socket string `json:"socket"`
+	Listen string `json:"listen"`
+}
+
+// EgressReply is the address the kernel listens at.
+type EgressReply struct {
+	Addr string `json:"addr"`
+}

@@ -52,7 +52,8 @@ const (
 	TypeStat     = "stat"
 	TypeRealpath = "realpath"
 	TypePing     = "ping"
-	TypeChdir    = "chdir" // the kernel's own working directory becomes Path
+	TypeChdir    = "chdir"  // the kernel's own working directory becomes Path
+	TypeEgress   = "egress" // the kernel forwards a loopback address to the host's proxy (Egress)
 	TypeShutdown = "shutdown"
 )
 

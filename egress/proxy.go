@@ -1,0 +1,561 @@
+package egress
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// User is the proxy's user name in a proxy URL; the password is Config.Token.
+const User = "paddock"
+
+// Limits of the proxy.
+const (
+	// MaxHeaderBytes bounds a request's head: a longer one is refused (431) unread.
+	MaxHeaderBytes = 64 << 10
+	// HeaderTimeout closes a connection that has not sent a whole request head by then.
+	HeaderTimeout = 30 * time.Second
+	// DialTimeout bounds resolving and dialling an allowed target.
+	DialTimeout = 30 * time.Second
+)
+
+// Answer is how a person's answer to a connection came back on the approval route.
+type Answer struct {
+	Run        bool
+	ForSession bool   // yes, and every connection to this target for the rest of the session
+	Code       string // when not run: denied, unanswered, gateway_refused, cancelled
+	Outcome    string // approved, denied, gateway, unanswered, cancelled
+	Question   string // the question's id
+	At, By     string // the session and the client that answered
+}
+
+// Resolver resolves host names (net.Resolver's method).
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Config configures a proxy.
+type Config struct {
+	// Allow and Deny are the trusted lists (network.allow and --allow-net, network.deny).
+	Allow, Deny []Rule
+	// Ask puts a target no list names to a person; nil refuses it as unanswered.
+	Ask func(ctx context.Context, t Target) Answer
+	// Token, when set, is the password every request must carry (Proxy-Authorization, user
+	// User): a proxy on a loopback other programs of the machine reach serves only its own
+	// sandbox's.
+	Token string
+	// Resolver resolves allowed names; nil: net.DefaultResolver.
+	Resolver Resolver
+	// Dial dials the address chosen; nil: a net.Dialer.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// Record receives one record per connection (a CONNECT tunnel, a plain-HTTP request),
+	// allowed or refused, once it has ended; nil keeps none.
+	Record func(Record)
+	// Log receives diagnostics; nil discards them.
+	Log *slog.Logger
+}
+
+// Record is what became of one connection, for the audit, the metrics and the event stream.
+type Record struct {
+	Time   time.Time `json:"time"`
+	Method string    `json:"method"` // CONNECT, or a plain-HTTP request's method
+	Target string    `json:"target"` // host:port as asked
+	Host   string    `json:"host"`
+	Port   uint16    `json:"port"`
+	Addr   string    `json:"addr,omitempty"` // the address dialled, after resolution
+	// Verdict: allowed or refused.
+	Verdict string `json:"verdict"`
+	// DecidedBy: allow_rule, deny_rule, session (an earlier "always" answer), approved,
+	// denied, unanswered, gateway, cancelled (the approval route), address (what the name
+	// resolved to, Dialable), proxy (the request itself: its form, its token), host (a
+	// resolve or dial that failed after the allow).
+	DecidedBy string        `json:"decided_by"`
+	Rule      string        `json:"rule,omitempty"`
+	Code      string        `json:"code,omitempty"` // a refusal's code, as the sandbox got it
+	Question  string        `json:"question,omitempty"`
+	At        string        `json:"at,omitempty"`
+	By        string        `json:"by,omitempty"`
+	Sent      int64         `json:"sent"`     // bytes from the sandbox to the target
+	Received  int64         `json:"received"` // bytes from the target to the sandbox
+	Duration  time.Duration `json:"duration_ns"`
+}
+
+// Proxy is an HTTP proxy (CONNECT tunnels and plain-HTTP requests in absolute form) that
+// judges every connection before it dials.
+type Proxy struct {
+	cfg  Config
+	srv  *http.Server
+	log  *slog.Logger
+	ask  singleflight.Group // one question per target at a time, its answer shared
+	life context.Context    // ends at Close: the questions' lifetime
+	end  context.CancelFunc
+
+	mu      sync.Mutex
+	session []Rule                // guarded by mu: targets answered "always for this session"
+	tunnels map[net.Conn]struct{} // guarded by mu: the hijacked connections of open tunnels
+	closed  bool                  // guarded by mu
+	wg      sync.WaitGroup        // the tunnels' goroutines
+
+	open atomic.Int64
+}
+
+// New makes a proxy; Serve serves it on listeners.
+func New(cfg Config) *Proxy {
+	p := &Proxy{cfg: cfg, tunnels: map[net.Conn]struct{}{}, log: cfg.Log}
+	p.life, p.end = context.WithCancel(context.Background())
+	if p.log == nil {
+		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if p.cfg.Resolver == nil {
+		p.cfg.Resolver = net.DefaultResolver
+	}
+	if p.cfg.Dial == nil {
+		d := &net.Dialer{}
+		p.cfg.Dial = d.DialContext
+	}
+	p.srv = &http.Server{
+		Handler:           p,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ReadHeaderTimeout: HeaderTimeout,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+	}
+	return p
+}
+
+// Serve serves the proxy on l until the proxy is closed (nil) or l fails.
+func (p *Proxy) Serve(l net.Listener) error {
+	err := p.srv.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close closes the listeners and every connection, and waits for the tunnels to end.
+func (p *Proxy) Close() error {
+	p.end()
+	p.mu.Lock()
+	p.closed = true
+	for c := range p.tunnels {
+		c.Close()
+	}
+	p.mu.Unlock()
+	err := p.srv.Close()
+	p.wg.Wait()
+	return err
+}
+
+// Open is how many connections are open through the proxy now.
+func (p *Proxy) Open() int64 { return p.open.Load() }
+
+// URL is the proxy's URL for the variables of a sandbox that reaches it at addr.
+func URL(addr, token string) string {
+	if token == "" {
+		return "http://" + addr
+	}
+	return "http://" + User + ":" + token + "@" + addr
+}
+
+// Env are the variables that point a sandbox's programs at the proxy: both spellings of
+// HTTP_PROXY, HTTPS_PROXY and ALL_PROXY, and NO_PROXY empty so that nothing bypasses it.
+func Env(url string) []string {
+	var out []string
+	for _, n := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"} {
+		out = append(out, n+"="+url, strings.ToLower(n)+"="+url)
+	}
+	return append(out, "NO_PROXY=", "no_proxy=")
+}
+
+// Refused is a connection refused: the HTTP status the sandbox gets, the refusal's stable
+// code and a message fit for the agent.
+type Refused struct {
+	Status int
+	Code   string
+	Msg    string
+}
+
+// judged is what became of a target before it was dialled.
+type judged struct {
+	rec  Record
+	addr []netip.Addr // the addresses it may dial, in order
+	no   *Refused
+}
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := Record{Time: start.UTC(), Method: r.Method}
+	if !p.authorized(r) {
+		w.Header().Set("Proxy-Authenticate", `Basic realm="paddock"`)
+		p.refuse(w, rec, start, &Refused{http.StatusProxyAuthRequired, "proxy_auth", "this proxy serves its own sandbox only"}, "proxy")
+		return
+	}
+	rec.Target = r.Host
+	if r.Method != http.MethodConnect {
+		rec.Target = r.URL.Host
+	}
+	t, no := RequestTarget(r)
+	if no != nil {
+		p.refuse(w, rec, start, no, "proxy")
+		return
+	}
+	rec.Target, rec.Host, rec.Port = t.String(), t.Host, t.Port
+	if t.Addr.IsValid() {
+		rec.Host = t.Addr.String()
+	}
+	j := p.judge(r.Context(), t, rec)
+	if j.no != nil {
+		p.refuse(w, j.rec, start, j.no, j.rec.DecidedBy)
+		return
+	}
+	if r.Method == http.MethodConnect {
+		p.tunnel(w, r, t, j, start)
+		return
+	}
+	p.forward(w, r, t, j, start)
+}
+
+// RequestTarget is where a proxy request asks to go: a CONNECT's authority (a port
+// required), or a plain-HTTP request's absolute http:// URL (port 80 by default). Any other
+// form is refused.
+func RequestTarget(r *http.Request) (Target, *Refused) {
+	var t Target
+	var err error
+	switch {
+	case r.Method == http.MethodConnect:
+		t, err = ParseTarget(r.Host, 0)
+	case r.URL != nil && r.URL.IsAbs() && r.URL.Scheme == "http" && r.URL.Opaque == "":
+		t, err = ParseTarget(r.URL.Host, 80)
+	default:
+		return Target{}, &Refused{http.StatusBadRequest, "bad_request",
+			"a proxy request is CONNECT host:port or a plain-HTTP request with an absolute http:// URL"}
+	}
+	if err != nil {
+		return Target{}, &Refused{http.StatusBadRequest, "bad_target", err.Error()}
+	}
+	return t, nil
+}
+
+// authorized checks the request's Proxy-Authorization against the token, in constant time.
+func (p *Proxy) authorized(r *http.Request) bool {
+	if p.cfg.Token == "" {
+		return true
+	}
+	h := r.Header.Get("Proxy-Authorization")
+	enc, ok := strings.CutPrefix(h, "Basic ")
+	if !ok {
+		return false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc))
+	if err != nil {
+		return false
+	}
+	_, pass, _ := strings.Cut(string(raw), ":")
+	return subtle.ConstantTimeCompare([]byte(pass), []byte(p.cfg.Token)) == 1
+}
+
+// judge decides a target: the lists, the session's answers, a person; then, once allowed,
+// the addresses its name resolves to.
+func (p *Proxy) judge(ctx context.Context, t Target, rec Record) judged {
+	d := Decide(p.cfg.Allow, p.cfg.Deny, t)
+	rec.Rule = d.Rule
+	switch d.Verdict {
+	case Deny:
+		rec.DecidedBy = "deny_rule"
+		return judged{rec: rec, no: &Refused{http.StatusForbidden, "net_denied", fmt.Sprintf("%s is denied by network.deny (%s)", t, d.Rule)}}
+	case Allow:
+		rec.DecidedBy = "allow_rule"
+	case Ask:
+		p.mu.Lock()
+		sd := Decide(p.session, nil, t)
+		p.mu.Unlock()
+		if sd.Verdict == Allow {
+			rec.DecidedBy = "session"
+			break
+		}
+		a := p.question(t)
+		rec.Question, rec.At, rec.By, rec.DecidedBy = a.Question, a.At, a.By, a.Outcome
+		if !a.Run {
+			code := a.Code
+			if code == "" {
+				code = "unanswered"
+			}
+			return judged{rec: rec, no: &Refused{http.StatusForbidden, code, fmt.Sprintf("%s is not in network.allow and was not approved (%s)", t, code)}}
+		}
+	}
+	// Resolved only now, when allowed: a name nobody allowed reaches no resolver.
+	ctx, cancel := context.WithTimeout(ctx, DialTimeout)
+	defer cancel()
+	addrs := []netip.Addr{t.Addr}
+	if !t.Addr.IsValid() {
+		var err error
+		addrs, err = p.cfg.Resolver.LookupNetIP(ctx, "ip", t.Host)
+		if err != nil || len(addrs) == 0 {
+			rec.DecidedBy = "host"
+			return judged{rec: rec, no: &Refused{http.StatusBadGateway, "resolve_failed", fmt.Sprintf("%s does not resolve", t.Host)}}
+		}
+	}
+	var ok []netip.Addr
+	var why Refusal
+	for _, a := range addrs {
+		if r := Dialable(p.cfg.Allow, p.cfg.Deny, a, t.Port); r != "" {
+			if why == "" {
+				why, rec.Addr = r, a.Unmap().String()
+			}
+			continue
+		}
+		ok = append(ok, a.Unmap())
+	}
+	if len(ok) == 0 {
+		rec.DecidedBy = "address"
+		msg := fmt.Sprintf("%s resolves to %s, which network.allow does not name by address", t, rec.Addr)
+		if why == Denied {
+			msg = fmt.Sprintf("%s resolves to %s, which network.deny holds", t, rec.Addr)
+		}
+		return judged{rec: rec, no: &Refused{http.StatusForbidden, string(why), msg}}
+	}
+	return judged{rec: rec, addr: ok}
+}
+
+// question asks about t once for every connection that waits on it at the same time; a yes
+// for the session is kept for the connections after it.
+func (p *Proxy) question(t Target) Answer {
+	if p.cfg.Ask == nil {
+		return Answer{Code: "unanswered", Outcome: "unanswered"}
+	}
+	v, _, _ := p.ask.Do(t.String(), func() (any, error) {
+		p.mu.Lock()
+		sd := Decide(p.session, nil, t)
+		p.mu.Unlock()
+		if sd.Verdict == Allow {
+			return Answer{Run: true, Outcome: "session"}, nil
+		}
+		// The question outlives the connection that raised it, for the others that wait on
+		// it, and ends with the proxy.
+		a := p.cfg.Ask(p.life, t)
+		if a.Run && a.ForSession {
+			r := Rule{Name: t.Host, Port: t.Port}
+			if t.Addr.IsValid() {
+				r = Rule{Prefix: netip.PrefixFrom(t.Addr, t.Addr.BitLen()), Port: t.Port}
+			}
+			p.mu.Lock()
+			p.session = append(p.session, r)
+			p.mu.Unlock()
+		}
+		return a, nil
+	})
+	return v.(Answer)
+}
+
+// dial dials the first of the addresses that answers.
+func (p *Proxy) dial(ctx context.Context, j *judged, port uint16) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, DialTimeout)
+	defer cancel()
+	var errs []error
+	for _, a := range j.addr {
+		addr := netip.AddrPortFrom(a, port).String()
+		c, err := p.cfg.Dial(ctx, "tcp", addr)
+		if err == nil {
+			j.rec.Addr = addr
+			return c, nil
+		}
+		errs = append(errs, err)
+	}
+	j.rec.Addr = netip.AddrPortFrom(j.addr[0], port).String()
+	return nil, errors.Join(errs...)
+}
+
+func (p *Proxy) refuse(w http.ResponseWriter, rec Record, start time.Time, no *Refused, by string) {
+	rec.Verdict, rec.Code, rec.DecidedBy = "refused", no.Code, by
+	rec.Duration = time.Since(start)
+	w.Header().Set("X-Paddock-Refusal", no.Code)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Connection", "close")
+	w.WriteHeader(no.Status)
+	fmt.Fprintf(w, "paddock: %s: %s\n", no.Code, no.Msg)
+	p.record(rec)
+}
+
+func (p *Proxy) record(rec Record) {
+	if p.cfg.Record != nil {
+		p.cfg.Record(rec)
+	}
+}
+
+// track adds an open tunnel's connection; false when the proxy is closing.
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.tunnels[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.tunnels, c)
+	p.mu.Unlock()
+}
+
+// tunnel serves an allowed CONNECT: it dials, answers 200, and copies both ways until both
+// directions have ended.
+func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request, t Target, j judged, start time.Time) {
+	out, err := p.dial(r.Context(), &j, t.Port)
+	if err != nil {
+		j.rec.Verdict = "refused"
+		p.refuse(w, j.rec, start, &Refused{http.StatusBadGateway, "dial_failed", fmt.Sprintf("%s did not answer", t)}, "host")
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		out.Close()
+		p.refuse(w, j.rec, start, &Refused{http.StatusInternalServerError, "failed", "the connection cannot be taken over"}, "proxy")
+		return
+	}
+	in, buf, err := hj.Hijack()
+	if err != nil {
+		out.Close()
+		return
+	}
+	if !p.track(in) {
+		in.Close()
+		out.Close()
+		return
+	}
+	p.track(out)
+	p.open.Add(1)
+	p.wg.Add(1)
+	defer func() {
+		p.untrack(in)
+		p.untrack(out)
+		in.Close()
+		out.Close()
+		p.open.Add(-1)
+		j.rec.Verdict = "allowed"
+		j.rec.Duration = time.Since(start)
+		p.record(j.rec)
+		p.wg.Done()
+	}()
+	if _, err := io.WriteString(in, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+		return
+	}
+	// What the client sent after its head (a TLS hello, eagerly) is in buf.
+	var sent, received atomic.Int64
+	var both sync.WaitGroup
+	both.Add(2)
+	go func() {
+		defer both.Done()
+		n, _ := io.Copy(out, io.MultiReader(io.LimitReader(buf.Reader, int64(buf.Reader.Buffered())), in))
+		sent.Store(n)
+		closeWrite(out)
+	}()
+	go func() {
+		defer both.Done()
+		n, _ := io.Copy(in, out)
+		received.Store(n)
+		closeWrite(in)
+	}()
+	both.Wait()
+	j.rec.Sent, j.rec.Received = sent.Load(), received.Load()
+}
+
+// closeWrite ends one direction of a connection, or the whole of one that cannot half-close.
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+		return
+	}
+	c.Close()
+}
+
+// counted counts a dialled connection's bytes each way.
+type counted struct {
+	net.Conn
+	sent, received *atomic.Int64
+}
+
+func (c counted) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.received.Add(int64(n))
+	return n, err
+}
+
+func (c counted) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.sent.Add(int64(n))
+	return n, err
+}
+
+// forward serves an allowed plain-HTTP request: one new connection to the address chosen,
+// the response copied back.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t Target, j judged, start time.Time) {
+	var sent, received atomic.Int64
+	var dialErr error
+	tr := &http.Transport{
+		Proxy:             nil,
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			c, err := p.dial(ctx, &j, t.Port)
+			if err != nil {
+				dialErr = err
+				return nil, err
+			}
+			return counted{Conn: c, sent: &sent, received: &received}, nil
+		},
+		ResponseHeaderTimeout: 5 * time.Minute,
+	}
+	defer tr.CloseIdleConnections()
+	failed := false
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = r.URL
+			pr.Out.Host = r.Host
+			pr.Out.Header.Del("Proxy-Authorization")
+		},
+		Transport: tr,
+		ErrorLog:  slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			failed = true
+			code := "upstream_failed"
+			if dialErr != nil {
+				code = "dial_failed"
+			}
+			p.refuse(w, j.rec, start, &Refused{http.StatusBadGateway, code, fmt.Sprintf("%s: %s", t, code)}, "host")
+		},
+	}
+	p.open.Add(1)
+	rp.ServeHTTP(w, r)
+	p.open.Add(-1)
+	if failed {
+		return
+	}
+	j.rec.Verdict = "allowed"
+	j.rec.Sent, j.rec.Received = sent.Load(), received.Load()
+	j.rec.Duration = time.Since(start)
+	p.record(j.rec)
+}
+
+// Port is the port the kernel's listener takes in a sandbox's own network namespace:
+// loopback there is the sandbox's alone, so a fixed port is free, and a sandbox's variables
+// can be known before it starts.
+const Port = 3128
+
+// SandboxAddr is where a sandbox's programs reach the kernel's listener.
+var SandboxAddr = "127.0.0.1:" + strconv.Itoa(Port)
