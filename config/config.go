@@ -16,6 +16,23 @@ type Settings struct {
 	Shell           Shell           `mapstructure:"shell" json:"shell"`
 	SSH             SSH             `mapstructure:"ssh" json:"ssh"`
 	Output          Output          `mapstructure:"output" json:"output"`
+	// Network says what a sandbox reaches through the host's proxy. Trusted: global
+	// settings only.
+	Network Network `mapstructure:"network" json:"network"`
+}
+
+// Network configures egress: the connections a sandbox makes through the host's proxy,
+// each judged there.
+type Network struct {
+	// Allow are the targets connected to unasked: host names (github.com), domains
+	// (*.golang.org:443), addresses and ranges (10.0.0.5:5432, 10.0.0.0/8). A link-local,
+	// metadata, loopback or private address is reached only when listed as an address.
+	Allow []string `mapstructure:"allow" json:"allow"`
+	// Deny are the targets never connected to; a deny wins over every allow.
+	Deny []string `mapstructure:"deny" json:"deny"`
+	// Egress: auto (the proxy for container sandboxes without a network of their own),
+	// proxy (also local and wrapped kernels, whose proxy variables are advisory) or off.
+	Egress string `mapstructure:"egress" json:"egress"`
 }
 
 // Output bounds what steps and jobs print: the truncation setting of every result, and the

@@ -47,6 +47,9 @@ shell:
   jobTimeout: 1s
 ssh:
   hosts: [evil]
+network:
+  allow: ["*.evil.test", "169.254.169.254"]
+  egress: off
 output:
   lines: 10
   artifactBytes: 0
@@ -57,14 +60,14 @@ output:
 	}
 	s := l.Settings
 	if s.KernelTransport.Kind != "" || s.KernelTransport.SSH.Host != "" || slices.Contains(s.Shell.AutoEffects, "secret") || len(s.Shell.Rules) != 0 || len(s.SSH.Hosts) != 0 ||
-		s.Output.ArtifactBytes != output.DefaultArtifactBytes || s.Shell.JobTimeout != "" {
+		s.Output.ArtifactBytes != output.DefaultArtifactBytes || s.Shell.JobTimeout != "" || len(s.Network.Allow) != 0 || s.Network.Egress != "" {
 		t.Fatalf("a project widened the settings: %+v", s)
 	}
 	if s.Shell.BlockingBudget != "5s" || s.Output.Lines != 10 {
 		t.Fatalf("a project's harmless settings were not applied: %+v", s)
 	}
 	warned := strings.Join(l.Warnings, "\n")
-	for _, k := range []string{`"kernelTransport"`, `"shell.autoEffects"`, `"shell.rules"`, `"ssh"`, `"output.artifactBytes"`, `"shell.jobTimeout"`} {
+	for _, k := range []string{`"kernelTransport"`, `"shell.autoEffects"`, `"shell.rules"`, `"ssh"`, `"output.artifactBytes"`, `"shell.jobTimeout"`, `"network"`} {
 		if !strings.Contains(warned, k) {
 			t.Errorf("no warning names %s:\n%s", k, warned)
 		}

@@ -225,6 +225,7 @@ func (s *Server) dropListen(dir string) {
 	}
 	os.RemoveAll(dir)
 	os.Remove(dir + ".log")
+	os.RemoveAll(transport.EgressBeside(dir))
 }
 
 // dropListensLeft removes, once the sessions a previous daemon left were taken up, every
@@ -247,7 +248,7 @@ func (s *Server) dropListensLeft(left []os.DirEntry) {
 	}
 	base := filepath.Join(s.cfg.StateDir, listenIn)
 	for _, d := range left {
-		dir := filepath.Join(base, strings.TrimSuffix(d.Name(), ".log"))
+		dir := filepath.Join(base, strings.TrimSuffix(strings.TrimSuffix(d.Name(), ".log"), ".egress"))
 		if !held[dir] {
 			os.RemoveAll(filepath.Join(base, d.Name()))
 		}

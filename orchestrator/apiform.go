@@ -77,7 +77,7 @@ func (q *Question) API() *api.Question {
 	if q == nil {
 		return nil
 	}
-	return &api.Question{ID: q.ID, Session: q.Session, Subagent: q.Subagent, Step: q.Step, Command: q.Command,
+	return &api.Question{ID: q.ID, Session: q.Session, Subagent: q.Subagent, Step: q.Step, Command: q.Command, Connect: q.Connect,
 		Effects: q.Effects.Strings()}
 }
 
@@ -130,7 +130,7 @@ func (c Collected) API() api.Collected {
 func EventOf(kind string, q *api.Question, s *api.Settlement) Event {
 	e := Event{Kind: kind}
 	if q != nil {
-		e.Question = &Question{ID: q.ID, Session: q.Session, Subagent: q.Subagent, Step: q.Step, Command: q.Command, Effects: effectsOf(q.Effects)}
+		e.Question = &Question{ID: q.ID, Session: q.Session, Subagent: q.Subagent, Step: q.Step, Command: q.Command, Effects: effectsOf(q.Effects), Connect: q.Connect}
 	}
 	if s != nil {
 		st := Settlement(*s)

@@ -52,6 +52,8 @@ type Question struct {
 	Step     int            `json:"step"`               // the step's index in its script
 	Command  string         `json:"command"`            // the step exactly as it runs, escaped
 	Effects  policy.Effects `json:"effects"`
+	// Connect, for a connection that asks (effect net), is its target, host:port.
+	Connect string `json:"connect,omitempty"`
 }
 
 // Outcomes of a question.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddockhq/paddock/egress"
 	"github.com/paddockhq/paddock/policy"
 )
 
@@ -33,6 +34,9 @@ type auditRecord struct {
 	Outcome string `json:"outcome"`
 	Code    string `json:"code,omitempty"` // a refusal's code, as the agent got it
 	Rule    string `json:"rule,omitempty"`
+	// Net is a connection's record (Command "connect host:port"): the address dialled, the
+	// bytes each way, how long it lasted.
+	Net *egress.Record `json:"net,omitempty"`
 }
 
 // auditLog keeps a session's verdicts: each one a log line, and a JSON line in the audit

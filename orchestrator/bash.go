@@ -119,6 +119,8 @@ func (s *Session) newRunner(call Call) (*runner, error) {
 
 // run runs the script to its end.
 func (r *runner) run(ctx context.Context) (*Result, error) {
+	r.s.running.Store(r, r.call.Script)
+	defer r.s.running.Delete(r)
 	var stop bool
 	var err error
 	switch {

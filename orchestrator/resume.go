@@ -275,6 +275,10 @@ func Reopen(ctx context.Context, cfg Config, k transport.Kernel, jobs []Restore)
 		s.Close()
 		return nil, fmt.Errorf("session %s: the reattached kernel did not answer: %w", s.id, err)
 	}
+	if err := s.startEgress(ctx, c, s.Listening()); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("session %s: %w", s.id, err)
+	}
 	s.holdUntilReady()
 	for _, t := range goOn {
 		s.goOn(t.j, t.r)

@@ -88,6 +88,10 @@ type Config struct {
 	// transports only; see transport.Spec).
 	Listen string
 	Key    string
+	// Egress, when set, gives the sandbox a way out to the network through a proxy on the
+	// host that judges each connection; nil: none (a sandbox without a network reaches
+	// nothing).
+	Egress *Egress
 	// Replaced, when set, is called when a kernel has replaced one that ended: where the
 	// session's kernel listens (Listening) may have changed.
 	Replaced func()
@@ -135,6 +139,8 @@ type Session struct {
 	state sessionState // guarded by mu (sessionLife)
 
 	listening atomic.Pointer[transport.Spec] // where c's kernel listens (Listening)
+	egress    *egressState                   // nil without Config.Egress
+	running   sync.Map                       // *runner -> its script: the calls running now
 }
 
 // ErrClosed is the error of a request to a closed session.
@@ -173,6 +179,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if err != nil {
 		s.move(sessionFailed)
 		s.end()
+		s.closeEgress()
 		s.audit.close()
 		return nil, err
 	}
@@ -248,6 +255,10 @@ func newSession(cfg Config) (*Session, error) {
 	if s.audit, err = openAudit(auditFile(cfg), s.log); err != nil {
 		return nil, err
 	}
+	if err := s.openEgress(); err != nil {
+		s.audit.close()
+		return nil, err
+	}
 	s.life, s.end = context.WithCancel(context.Background())
 	s.pgate = newPolicyGate(s, cfg.Policy)
 	s.pgate.keeper = cfg.Gatekeeper
@@ -263,7 +274,7 @@ func (s *Session) Workspace() string { return s.cfg.Workspace }
 
 // start starts a kernel and waits for its answer to ping.
 func (s *Session) start(ctx context.Context) (*conn, error) {
-	k, err := s.cfg.Transport.Start(ctx, transport.Spec{
+	spec := transport.Spec{
 		Session: s.id,
 		Kernel:  s.cfg.Kernel,
 		Env:     s.cfg.Env,
@@ -272,7 +283,11 @@ func (s *Session) start(ctx context.Context) (*conn, error) {
 		Labels:  map[string]string{"paddock.session": s.id},
 		Listen:  s.cfg.Listen,
 		Key:     s.cfg.Key,
-	})
+	}
+	if err := s.egressSpec(&spec); err != nil {
+		return nil, fmt.Errorf("session %s: %w", s.id, err)
+	}
+	k, err := s.cfg.Transport.Start(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: start kernel: %w", s.id, err)
 	}
@@ -280,6 +295,10 @@ func (s *Session) start(ctx context.Context) (*conn, error) {
 	if _, err := c.request(ctx, wire.TypePing, struct{}{}, nil); err != nil {
 		c.close()
 		return nil, fmt.Errorf("session %s: kernel did not answer: %w", s.id, err)
+	}
+	if err := s.startEgress(ctx, c, spec); err != nil {
+		c.close()
+		return nil, fmt.Errorf("session %s: %w", s.id, err)
 	}
 	return c, nil
 }
@@ -363,6 +382,7 @@ func (s *Session) Close() error {
 	s.end()
 	s.wg.Wait()
 	err := c.close()
+	s.closeEgress()
 	s.audit.close()
 	herr := s.handBack(context.Background())
 	s.mu.Lock()

@@ -67,6 +67,10 @@ type Config struct {
 	// kernel it ends; a claimed one's is its session's owner's to remove. "": warm kernels
 	// serve their standard streams.
 	ListenIn string
+	// Egress: each warm sandbox binds a directory of its own for its session's proxy
+	// (transport.Spec.Egress), beside the one it listens in, else in a private temporary
+	// directory; a claimed kernel says which (transport.Egressed).
+	Egress bool
 }
 
 // DefaultParallel is how many kernels per Key are started at once while filling.
@@ -440,12 +444,21 @@ func (p *Pool) startWarm(ctx context.Context, spec transport.Spec) (*kernel, err
 	if p.cfg.ListenIn != "" {
 		spec.Listen, spec.Key = filepath.Join(p.cfg.ListenIn, p.id+"-"+randomHex(6)), randomHex(16)
 	}
+	var gone string
+	if p.cfg.Egress {
+		var err error
+		if spec.Egress, gone, err = egressDir(spec.Listen); err != nil {
+			removeListen(spec.Listen)
+			return nil, err
+		}
+	}
 	inner, err := p.cfg.Transport.Start(ctx, spec)
 	if err != nil {
 		removeListen(spec.Listen)
+		os.RemoveAll(gone)
 		return nil, err
 	}
-	k := &kernel{inner: inner, done: make(chan struct{})}
+	k := &kernel{inner: inner, done: make(chan struct{}), egress: spec.Egress, egressGone: gone}
 	if spec.Listen != "" {
 		k.at = transport.Spec{Session: spec.Session, Listen: spec.Listen, Key: spec.Key}
 	}
@@ -536,13 +549,20 @@ type kernel struct {
 	// with the session's.
 	at      transport.Spec
 	answers uint64
+	// egress is the directory its sandbox binds for the proxy (Config.Egress); gone is what
+	// to remove with it.
+	egress, egressGone string
 }
+
+// EgressDir is the host directory the kernel's sandbox binds for its session's proxy.
+func (k *kernel) EgressDir() string { return k.egress }
 
 // end kills the kernel, waits until it has ended, and removes the directory it listened in.
 func (k *kernel) end() error {
 	err := k.inner.Kill()
 	<-k.done
 	removeListen(k.at.Listen)
+	os.RemoveAll(k.egressGone)
 	return err
 }
 
@@ -551,6 +571,30 @@ func (k *kernel) end() error {
 func (k *kernel) discard() {
 	k.inner.Kill()
 	removeListen(k.at.Listen)
+	os.RemoveAll(k.egressGone)
+}
+
+// egressDir makes a warm sandbox's egress directory: beside the one it listens in (where a
+// new host finds it), else in a private temporary directory; gone is what to remove when
+// the kernel ends without a session.
+func egressDir(listen string) (dir, gone string, err error) {
+	if listen != "" {
+		dir = transport.EgressBeside(listen)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return "", "", fmt.Errorf("pool: %w", err)
+		}
+		return dir, dir, nil
+	}
+	parent, err := os.MkdirTemp("", "paddock-egress-")
+	if err != nil {
+		return "", "", fmt.Errorf("pool: %w", err)
+	}
+	dir = filepath.Join(parent, "sandbox")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		os.RemoveAll(parent)
+		return "", "", fmt.Errorf("pool: %w", err)
+	}
+	return dir, parent, nil
 }
 
 // removeListen removes a warm kernel's listening directory and the log a backend keeps
@@ -559,6 +603,7 @@ func removeListen(dir string) {
 	if dir != "" {
 		os.RemoveAll(dir)
 		os.Remove(dir + ".log")
+		os.RemoveAll(transport.EgressBeside(dir))
 	}
 }
 
@@ -678,6 +723,7 @@ func (k *kernel) Kill() error {
 	err := k.inner.Kill()
 	k.waitRelabel()
 	removeListen(k.at.Listen)
+	os.RemoveAll(k.egressGone)
 	return err
 }
 

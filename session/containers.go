@@ -87,7 +87,7 @@ func openDocker(ctx context.Context, r *Request, cli *client.Client) (*Opened, e
 		return nil, err
 	}
 	env, diags := environ.Sandbox(r.Environ, kt.Env, docker.DefaultEnv, pm)
-	return &Opened{Transport: t, Kernel: kernel, Env: env, PathMap: pm, Ephemeral: true, Pools: true, Notices: diags,
+	return &Opened{Transport: t, Kernel: kernel, Env: env, PathMap: pm, Ephemeral: true, Pools: true, Notices: diags, Egress: egressPath(h.Network),
 		// Each session connects its own client.
 		Close: func(context.Context) (*workspace.Report, error) { return nil, cli.Close() }}, nil
 }
@@ -200,8 +200,16 @@ func openContainerd(ctx context.Context, r *Request, c *cdclient.Client) (*Opene
 		return nil, err
 	}
 	env, diags := environ.Sandbox(r.Environ, kt.Env, docker.DefaultEnv, pm)
-	return &Opened{Transport: t, Kernel: kernel, Env: env, PathMap: pm, Ephemeral: true, Pools: true, Notices: diags,
+	return &Opened{Transport: t, Kernel: kernel, Env: env, PathMap: pm, Ephemeral: true, Pools: true, Notices: diags, Egress: egressPath(h.Network),
 		Close: func(context.Context) (*workspace.Report, error) { return nil, c.Close() }}, nil
+}
+
+// egressPath is a container's way to the proxy: through the kernel when it has no network.
+func egressPath(network string) string {
+	if network == "" || network == "none" {
+		return EgressSandbox
+	}
+	return ""
 }
 
 // containerdImage is the image a containerd sandbox runs: the host image when none is

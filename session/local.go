@@ -34,7 +34,7 @@ func (localProvider) Open(ctx context.Context, r *Request) (*Opened, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Opened{Transport: &local.Transport{Stderr: r.Stderr}, Kernel: kernel, Env: environ.Local(r.Environ)}, nil
+	return &Opened{Transport: &local.Transport{Stderr: r.Stderr}, Kernel: kernel, Env: environ.Local(r.Environ), Egress: EgressLoopback}, nil
 }
 
 func (localProvider) Recover(context.Context, Left) string { return "" }
@@ -71,7 +71,7 @@ func (wrappedProvider) Open(ctx context.Context, r *Request) (*Opened, error) {
 	}
 	env, diags := environ.Sandbox(r.Environ, kt.Env, docker.DefaultEnv, pm)
 	t := &wrapped.Transport{ArgvPrefix: prefix, KernelPath: kt.Wrapped.KernelPath, Stderr: r.Stderr}
-	return &Opened{Transport: t, Kernel: kernel, Env: env, PathMap: pm, Notices: diags}, nil
+	return &Opened{Transport: t, Kernel: kernel, Env: env, PathMap: pm, Notices: diags, Egress: EgressLoopback}, nil
 }
 
 func (wrappedProvider) Recover(context.Context, Left) string { return "" }

@@ -77,6 +77,9 @@ type Opened struct {
 	// Resume, when set, is what the provider takes the session up by after its host died
 	// (Options.Resume): a synced workspace's local directory.
 	Resume string
+	// Egress is how the sandbox can reach the host's proxy: EgressSandbox, EgressLoopback,
+	// or "" when its network is its own.
+	Egress string
 }
 
 var (

@@ -30,6 +30,7 @@ var transportKeys = map[string]string{
 	"host":          "kernelTransport.ssh.host",
 	"kernel-cache":  "kernelTransport.ssh.kernelCache",
 	"sync":          "kernelTransport.ssh.sync",
+	"egress":        "network.egress",
 }
 
 // runKeys are the settings keys of a session's output and shell options, by option name.
@@ -81,6 +82,10 @@ func FromRequest(req api.OpenRequest) (config.Options, Transport, error) {
 		}
 		t.Mounts = append(t.Mounts, pm)
 		t.Given = append(t.Given, "mount")
+	}
+	if len(req.AllowNet) > 0 {
+		t.AllowNet = slices.Clone(req.AllowNet)
+		t.Given = append(t.Given, "allow-net")
 	}
 	if req.Wrap != "" {
 		argv, err := ParseWrap(req.Wrap)

@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,6 +68,8 @@ type Transport struct {
 	Mounts []pathmap.Mount
 	// Wrap, when set, is the wrapper command (wrapped), in place of the settings'.
 	Wrap []string
+	// AllowNet are targets allowed besides the settings' network.allow (--allow-net).
+	AllowNet []string
 	// Given names the options the user gave (a flag, a request's field or setting), by the
 	// names providers' Options use: one a kind does not apply is refused, not ignored.
 	Given []string
@@ -177,11 +180,20 @@ func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 	if op.Close != nil {
 		p.close = append(p.close, op.Close)
 	}
+	eg, notice, err := egressFor(kind, s.Network.Egress, op.Egress, append(slices.Clone(s.Network.Allow), o.Transport.AllowNet...), s.Network.Deny)
+	if err != nil {
+		p.Finish(ctx)
+		return nil, err
+	}
+	if notice != "" {
+		p.Notices = append(p.Notices, notice)
+	}
+	c.Egress = eg
 	if n := s.KernelTransport.Docker.Pool; n > 0 {
 		if !op.Pools {
 			p.Notices = append(p.Notices, fmt.Sprintf("a pool keeps docker and containerd sandboxes; the %s transport starts its kernels as asked", kind))
 		} else {
-			pl, err := withPool(c, n, o.ListenIn)
+			pl, err := withPool(c, n, o.ListenIn, c.Egress != nil && !c.Egress.Loopback)
 			if pl != nil {
 				// Closed first at Finish: a session that never started (or failed to open)
 				// leaves no warm sandbox behind. The root kernel's end closes it too.
@@ -220,7 +232,7 @@ func closeClient(r *Request) {
 // withPool puts the session's transport behind a pool of size warm sandboxes, warmed at once
 // for the session's own sandbox and scoped to it: its children claim the rest, and the pool
 // is removed when the session's kernel ends.
-func withPool(cfg *orchestrator.Config, size int, listenIn string) (*pool.Pool, error) {
+func withPool(cfg *orchestrator.Config, size int, listenIn string, egress bool) (*pool.Pool, error) {
 	cwd, err := filepath.Abs(cfg.Workspace)
 	if err != nil {
 		return nil, err
@@ -230,7 +242,7 @@ func withPool(cfg *orchestrator.Config, size int, listenIn string) (*pool.Pool, 
 			return nil, err
 		}
 	}
-	p := pool.New(pool.Config{Transport: cfg.Transport, Size: size, Env: docker.DefaultEnv, ListenIn: listenIn})
+	p := pool.New(pool.Config{Transport: cfg.Transport, Size: size, Env: docker.DefaultEnv, ListenIn: listenIn, Egress: egress})
 	if err := p.Warm(transport.Spec{Kernel: cfg.Kernel, Cwd: cwd, PathMap: cfg.PathMap}); err != nil {
 		return p, err
 	}

@@ -42,6 +42,26 @@ type Spec struct {
 	// its own on the box, named for this one).
 	Listen string
 	Key    string
+	// Egress, when set, is a host directory the container transports bind read-only into
+	// the sandbox at EgressDir: the host's proxy listens there (EgressSocket), and the
+	// kernel carries the sandbox's connections to it (wire.Egress).
+	Egress string
+}
+
+// Where a container sandbox sees its host's proxy (Spec.Egress).
+const (
+	EgressDir    = "/.paddock/egress"
+	EgressSocket = "proxy.sock"
+)
+
+// EgressBeside is the egress directory of a kernel that listens in dir: beside it, where a
+// host that reattaches to the kernel finds it.
+func EgressBeside(dir string) string { return dir + ".egress" }
+
+// Egressed is a kernel whose sandbox sees the host's proxy in a directory other than its
+// start's Spec.Egress: a pool's warm kernel, started before its session.
+type Egressed interface {
+	EgressDir() string // the host directory bound at EgressDir; "" when none is
 }
 
 // Reattacher is a transport whose kernels, started with Spec.Listen, outlive their host:

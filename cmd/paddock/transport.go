@@ -20,6 +20,7 @@ type transportFlags struct {
 	noTmpfs       bool
 	mounts        []string
 	wrap          string
+	allowNet      []string
 
 	fs *pflag.FlagSet // the flags registered: which were given
 }
@@ -47,12 +48,14 @@ func (f *transportFlags) register(fs *pflag.FlagSet) {
 	fs.String("host", "", "ssh: the box, an ssh_config alias or [user@]host[:port] (--transport ssh); unix://PATH: the daemon to run in")
 	fs.String("kernel-cache", "", "ssh: the directory on the box that keeps kernels (default ~/.cache/paddock/kernel)")
 	fs.Bool("sync", false, "ssh: copy the workspace to the box and hand it back at the end, for a box with no shared filesystem")
+	fs.StringArrayVar(&f.allowNet, "allow-net", nil, "HOST[:PORT], *.DOMAIN[:PORT] or ADDRESS[:PORT] the sandbox connects to unasked, besides network.allow (repeatable, comma lists)")
+	fs.String("egress", "", "the sandbox's way out: auto (the host's judging proxy for containers without a network), proxy (also local and wrapped, advisory) or off (default: network.egress, auto)")
 	fs.Int("pool", 0, "docker, containerd: sandboxes kept started ahead, kernels answering, for this command's sessions and their children (default 0: none)")
 }
 
 // options are the session's transport options the flags give.
 func (f *transportFlags) options() (session.Transport, error) {
-	t := session.Transport{CapAdd: f.capAdd, NewPrivileges: f.newPrivileges, NoTmpfs: f.noTmpfs}
+	t := session.Transport{CapAdd: f.capAdd, NewPrivileges: f.newPrivileges, NoTmpfs: f.noTmpfs, AllowNet: f.allowNet}
 	for _, m := range f.mounts {
 		pm, err := session.ParseMount(m)
 		if err != nil {

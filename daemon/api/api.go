@@ -84,6 +84,9 @@ type OpenRequest struct {
 	Mounts []string `json:"mounts,omitempty"`
 	// Wrap is the wrapper command of a wrapped transport.
 	Wrap string `json:"wrap,omitempty"`
+	// AllowNet are targets the sandbox connects to unasked, besides the settings'
+	// network.allow: HOST[:PORT], *.DOMAIN[:PORT], ADDRESS[:PORT] or a range.
+	AllowNet []string `json:"allow_net,omitempty"`
 	// BlockingBudget overrides shell.blockingBudget, e.g. "30s"; "0": calls block to their end.
 	BlockingBudget string `json:"blockingBudget,omitempty"`
 	// NoOutputTimeout kills a job that printed nothing for this long, e.g. "10m"; "": never.

@@ -72,6 +72,8 @@ type Question struct {
 	Step     int      `json:"step"`
 	Command  string   `json:"command"`
 	Effects  []string `json:"effects"`
+	// Connect, for a connection that asks (effect net), is its target, host:port.
+	Connect string `json:"connect,omitempty"`
 }
 
 // Settlement says how a question was settled: approved, denied, cancelled, left.

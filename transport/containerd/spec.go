@@ -102,6 +102,12 @@ func planContainer(spec transport.Spec, namespace string, extra []docker.Mount, 
 		}
 		own = append(own, bind(spec.Listen, transport.ListenDir, false))
 	}
+	if spec.Egress != "" {
+		if taken[transport.EgressDir] {
+			return nil, fmt.Errorf("containerd: a mount at %s is the kernel's own", transport.EgressDir)
+		}
+		own = append(own, bind(spec.Egress, transport.EgressDir, true))
+	}
 	// A mount goes after every mount that holds its path, so none hides another.
 	sort.SliceStable(own, func(i, j int) bool { return depth(own[i].Destination) < depth(own[j].Destination) })
 	mounts = append(mounts, own...)

@@ -147,6 +147,12 @@ func planContainer(spec transport.Spec, image string, extra []Mount, h Hardening
 		}
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: spec.Listen, Target: transport.ListenDir})
 	}
+	if spec.Egress != "" {
+		if taken[transport.EgressDir] {
+			return nil, fmt.Errorf("docker: a mount at %s is the kernel's own", transport.EgressDir)
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: spec.Egress, Target: transport.EgressDir, ReadOnly: true})
+	}
 	labels := map[string]string{LabelManaged: "1"}
 	for k, v := range self {
 		labels[k] = v

@@ -1,0 +1,250 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/paddockhq/paddock/egress"
+	"github.com/paddockhq/paddock/policy"
+	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/wire"
+)
+
+// Egress says how a session's sandbox reaches the network: through a proxy on the host that
+// judges every connection (egress.Proxy).
+type Egress struct {
+	// Allow and Deny are the trusted lists: network.allow with --allow-net, network.deny.
+	Allow, Deny []egress.Rule
+	// Loopback: the proxy listens on the host's loopback, which the kernel's programs reach
+	// themselves (a local or wrapped kernel): the proxy variables are then advisory, since
+	// nothing keeps a program from dialling out directly. Else the sandbox has no network of
+	// its own: the proxy listens in a directory bound into it (transport.Spec.Egress) and
+	// the kernel carries each connection to egress.SandboxAddr there.
+	Loopback bool
+	// Dir is where the directories bound into sandboxes are made; "": Config.StateDir, else
+	// the system's temporary directory.
+	Dir string
+	// Resolver and Dial, when set, replace the host's resolver and dialer (tests).
+	Resolver egress.Resolver
+	Dial     func(ctx context.Context, network, address string) (net.Conn, error)
+	// Record, when set, receives every connection's record besides the audit.
+	Record func(session string, r egress.Record)
+}
+
+// egressState is a session's proxy and where it listens.
+type egressState struct {
+	proxy *egress.Proxy
+	token string
+	url   string // what the sandbox's variables say
+
+	mu      sync.Mutex
+	parent  string                  // guarded by mu: the private directory the session's bound directories are made in
+	listens map[string]net.Listener // guarded by mu: by host directory ("" for loopback)
+	made    []string                // guarded by mu: directories this session made, removed at its end
+	wg      sync.WaitGroup          // the Serve goroutines
+}
+
+// openEgress makes the session's proxy, and on loopback starts listening: the sandbox's
+// variables are known before its kernel starts.
+func (s *Session) openEgress() error {
+	e := s.cfg.Egress
+	if e == nil {
+		return nil
+	}
+	st := &egressState{listens: map[string]net.Listener{}}
+	if e.Loopback {
+		// Other programs of the host reach its loopback: the proxy serves only requests
+		// that carry the session's token. A sandbox's own loopback is its alone, and its
+		// variables stay the same for a kernel taken up by a new host.
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		st.token = hex.EncodeToString(b[:])
+	}
+	st.proxy = egress.New(egress.Config{
+		Allow: e.Allow, Deny: e.Deny, Token: st.token,
+		Ask: s.askConnect, Resolver: e.Resolver, Dial: e.Dial,
+		Record: s.recordConnect, Log: s.log.With("part", "egress"),
+	})
+	s.egress = st
+	addr := egress.SandboxAddr
+	if e.Loopback {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("egress: %w", err)
+		}
+		st.serve("", l)
+		addr = l.Addr().String()
+	}
+	st.url = egress.URL(addr, st.token)
+	s.cfg.Env = mergeEnv(s.cfg.Env, egress.Env(st.url))
+	return nil
+}
+
+func (st *egressState) serve(dir string, l net.Listener) {
+	st.listens[dir] = l
+	st.wg.Go(func() { st.proxy.Serve(l) })
+}
+
+// egressSpec sets the directory a new kernel's sandbox binds for the proxy (Spec.Egress).
+func (s *Session) egressSpec(spec *transport.Spec) error {
+	st := s.egress
+	if st == nil || s.cfg.Egress.Loopback {
+		return nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if spec.Listen != "" {
+		// Beside the directory the kernel listens in, where a new host that takes the
+		// session up finds it again.
+		dir := transport.EgressBeside(spec.Listen)
+		if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+			return fmt.Errorf("egress: %w", err)
+		}
+		st.made = append(st.made, dir)
+		spec.Egress = dir
+		return nil
+	}
+	if st.parent == "" {
+		base := s.cfg.Egress.Dir
+		if base == "" {
+			base = s.cfg.StateDir
+		}
+		if base == "" {
+			base = os.TempDir()
+		}
+		// The parent is private: no other user of the host reaches the socket through it.
+		p, err := os.MkdirTemp(base, "paddock-egress-")
+		if err != nil {
+			return fmt.Errorf("egress: %w", err)
+		}
+		st.parent = p
+	}
+	dir := filepath.Join(st.parent, spec.Session)
+	if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+		return fmt.Errorf("egress: %w", err)
+	}
+	spec.Egress = dir
+	return nil
+}
+
+// startEgress has a new kernel carry its sandbox's connections to the proxy: the proxy
+// listens in the directory the sandbox binds (the kernel's own when it says one, a pool's),
+// and the kernel forwards egress.SandboxAddr to it.
+func (s *Session) startEgress(ctx context.Context, c *conn, spec transport.Spec) error {
+	st := s.egress
+	if st == nil || s.cfg.Egress.Loopback {
+		return nil
+	}
+	dir := spec.Egress
+	if e, ok := c.k.(transport.Egressed); ok {
+		dir = e.EgressDir()
+	} else if dir == "" && spec.Listen != "" {
+		dir = transport.EgressBeside(spec.Listen) // a kernel taken up again
+	}
+	if dir == "" {
+		return fmt.Errorf("egress: the %T transport binds no directory for the proxy", s.cfg.Transport)
+	}
+	st.mu.Lock()
+	if _, ok := st.listens[dir]; !ok {
+		sock := filepath.Join(dir, transport.EgressSocket)
+		os.Remove(sock) // an earlier kernel's
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			st.mu.Unlock()
+			return fmt.Errorf("egress: %w", err)
+		}
+		// The directory is the host's and bound read-only: no sandbox program can put a link
+		// where the socket is between the listen and this.
+		if err := os.Chmod(sock, 0o666); err != nil {
+			l.Close()
+			st.mu.Unlock()
+			return fmt.Errorf("egress: %w", err)
+		}
+		st.serve(dir, l)
+	}
+	st.mu.Unlock()
+	_, err := c.request(ctx, wire.TypeEgress, wire.Egress{Socket: transport.EgressDir + "/" + transport.EgressSocket, Listen: egress.SandboxAddr}, nil)
+	if err != nil {
+		return fmt.Errorf("egress: the kernel did not forward %s: %w", egress.SandboxAddr, err)
+	}
+	return nil
+}
+
+// closeEgress closes the proxy and every connection through it, and removes what it made.
+func (s *Session) closeEgress() {
+	st := s.egress
+	if st == nil {
+		return
+	}
+	st.proxy.Close()
+	st.wg.Wait()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.parent != "" {
+		os.RemoveAll(st.parent)
+	}
+	for _, d := range st.made {
+		os.RemoveAll(d)
+	}
+}
+
+// EgressURL is the proxy URL the session's steps are given; "" without egress.
+func (s *Session) EgressURL() string {
+	if s.egress == nil {
+		return ""
+	}
+	return s.egress.url
+}
+
+// EgressOpen is how many connections are open through the session's proxy.
+func (s *Session) EgressOpen() int64 {
+	if s.egress == nil {
+		return 0
+	}
+	return s.egress.proxy.Open()
+}
+
+// askConnect puts a connection no list names to the approval route, with effect net: the
+// target, and the steps the session is running (one of them opened it).
+func (s *Session) askConnect(ctx context.Context, t egress.Target) egress.Answer {
+	var running []string
+	s.running.Range(func(_, script any) bool {
+		running = append(running, script.(string))
+		return true
+	})
+	slices.Sort(running)
+	cmd := "connect " + t.String()
+	if len(running) > 0 {
+		cmd += " (from: " + strings.Join(running, "; ") + ")"
+	}
+	q := Question{ID: newQuestionID(), Session: s.id, Step: -1, Command: policy.Quote([]string{cmd}), Effects: policy.Net, Connect: t.String()}
+	if s.parent != nil {
+		q.Subagent = s.name
+	}
+	r := s.route(ctx, q, policy.Net)
+	a := egress.Answer{Run: r.Run, ForSession: r.Answer.ForSession, Code: r.Code, Outcome: r.Outcome, Question: q.ID, At: r.At, By: r.By}
+	if r.Outcome == "gateway" {
+		// The gateway rule runs steps; a connection to a host nobody listed waits for a
+		// person's yes, which a gateway never gives.
+		a.Run, a.Code = false, "gateway_refused"
+	}
+	return a
+}
+
+// recordConnect keeps a connection's verdict in the session's audit, and hands it on.
+func (s *Session) recordConnect(r egress.Record) {
+	s.audit.record(auditRecord{Session: s.id, Subagent: s.name, Step: -1, Command: "connect " + r.Target, Host: r.Addr,
+		Effects: policy.Net, Question: r.Question, DecidedBy: r.DecidedBy, At: r.At, By: r.By,
+		Outcome: r.Verdict, Code: r.Code, Rule: r.Rule, Net: &r})
+	if f := s.cfg.Egress.Record; f != nil {
+		f(s.id, r)
+	}
+}
