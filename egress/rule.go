@@ -180,7 +180,7 @@ func splitHostPort(s string, needPort bool) (string, uint16, error) {
 			}
 			portText = p
 			if portText == "" {
-				return "", 0, errors.New("no port after :")
+				return "", 0, errors.New("no port after the colon")
 			}
 		}
 		if _, err := netip.ParseAddr(host); err != nil || !strings.Contains(host, ":") {
@@ -194,7 +194,7 @@ func splitHostPort(s string, needPort bool) (string, uint16, error) {
 	case strings.Contains(s, ":"):
 		host, portText, _ = strings.Cut(s, ":")
 		if portText == "" {
-			return "", 0, errors.New("no port after :")
+			return "", 0, errors.New("no port after the colon")
 		}
 	}
 	if host == "" {
