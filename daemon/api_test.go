@@ -611,7 +611,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 	for name, v := range map[string]any{
 		"OpenRequest": api.OpenRequest{}, "Session": api.Session{}, "BashRequest": api.BashRequest{},
 		"Job": api.Job{}, "SpawnRequest": api.SpawnRequest{}, "AnswerRequest": api.AnswerRequest{},
-		"Event": api.Event{}, "Error": api.Error{}, "Health": api.Health{}, "Setting": api.Setting{}, "Settings": api.Settings{},
+		"Event": api.Event{}, "Connection": api.Connection{}, "Error": api.Error{}, "Health": api.Health{}, "Setting": api.Setting{}, "Settings": api.Settings{},
 		"Result": api.Result{}, "StepResult": api.StepResult{}, "End": api.End{},
 		"ArtifactReport": api.ArtifactReport{},
 		"Question":       api.Question{}, "Settlement": api.Settlement{},

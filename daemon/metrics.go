@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -23,11 +24,14 @@ type metrics struct {
 	callSeconds histogram        // guarded by mu
 	clone       histogram        // guarded by mu
 	handback    histogram        // guarded by mu
+	connections map[string]int64 // guarded by mu: connections through sessions' proxies, by verdict/decided_by
+	netSent     int64            // guarded by mu: bytes sandboxes sent through their proxies
+	netReceived int64            // guarded by mu: bytes sandboxes received through them
 }
 
 func newMetrics() *metrics {
 	return &metrics{steps: map[string]int64{}, answers: map[string]int64{}, jobs: map[string]int64{},
-		callSeconds: newHistogram(), clone: newHistogram(), handback: newHistogram()}
+		connections: map[string]int64{}, callSeconds: newHistogram(), clone: newHistogram(), handback: newHistogram()}
 }
 
 // histogram counts observations in fixed buckets of seconds.
@@ -94,6 +98,14 @@ func (m *metrics) write(w io.Writer) {
 	labelled("paddock_answers_total", "Questions settled, by outcome.", "outcome", m.answers)
 	counter("paddock_jobs_detached_total", "Calls that passed their blocking budget and went on as jobs.", m.detached)
 	labelled("paddock_jobs_ended_total", "Jobs ended, by how.", "end", m.jobs)
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n", "paddock_egress_connections_total",
+		"Connections through the sessions' proxies, by verdict and by what decided it.", "paddock_egress_connections_total")
+	for _, k := range slices.Sorted(maps.Keys(m.connections)) {
+		verdict, by, _ := strings.Cut(k, "/")
+		fmt.Fprintf(w, "paddock_egress_connections_total{verdict=%q,decided_by=%q} %d\n", verdict, by, m.connections[k])
+	}
+	counter("paddock_egress_sent_bytes_total", "Bytes sandboxes sent through their proxies.", m.netSent)
+	counter("paddock_egress_received_bytes_total", "Bytes sandboxes received through their proxies.", m.netReceived)
 	hist("paddock_call_seconds", "Time a bash call took to answer (its end, or detached).", &m.callSeconds)
 	hist("paddock_clone_seconds", "Time to make an isolated child's workspace.", &m.clone)
 	hist("paddock_handback_seconds", "Time to close an isolated child and hand its workspace back.", &m.handback)

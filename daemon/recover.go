@@ -222,6 +222,7 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	// children are configured from it, and wait the same.)
 	cfg.Ready, cfg.AttachGrace = s.ready, cfg.Budget
 	cfg.ChildDirs = filepath.Join(s.cfg.StateDir, handbacks)
+	cfg.Egress = s.egress(cfg.Egress)
 	cfg.Listen, cfg.Key = filepath.Join(dir, listenDir), st.Key
 	kp := &keeper{s: s, listen: true}
 	cfg.Keeper = kp

@@ -350,6 +350,7 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 	cfg.NoOutputTimeout = o.NoOutputTimeout
 	cfg.ChildDirs = filepath.Join(s.cfg.StateDir, handbacks)
 	cfg.Log = s.log
+	cfg.Egress = s.egress(cfg.Egress)
 	var stored *api.OpenRequest
 	kp := &keeper{s: s}
 	cfg.Keeper = kp

@@ -29,6 +29,11 @@ type Egress struct {
 	// its own: the proxy listens in a directory bound into it (transport.Spec.Egress) and
 	// the kernel carries each connection to egress.SandboxAddr there.
 	Loopback bool
+	// Listen, when set, makes the listener the proxy serves where the sandbox's programs
+	// reach it (an ssh box's loopback, forwarded back over the connection); like Loopback,
+	// the sandbox's network is its own, the variables advisory, and every request must
+	// carry the session's token.
+	Listen func(ctx context.Context) (net.Listener, error)
 	// Dir is where the directories bound into sandboxes are made; "": Config.StateDir, else
 	// the system's temporary directory.
 	Dir string
@@ -38,6 +43,10 @@ type Egress struct {
 	// Record, when set, receives every connection's record besides the audit.
 	Record func(session string, r egress.Record)
 }
+
+// Sandboxed says whether the sandbox has no network of its own: the kernel carries its
+// connections to the proxy.
+func (e *Egress) Sandboxed() bool { return !e.Loopback && e.Listen == nil }
 
 // egressState is a session's proxy and where it listens.
 type egressState struct {
@@ -52,15 +61,15 @@ type egressState struct {
 	wg      sync.WaitGroup          // the Serve goroutines
 }
 
-// openEgress makes the session's proxy, and on loopback starts listening: the sandbox's
-// variables are known before its kernel starts.
-func (s *Session) openEgress() error {
+// openEgress makes the session's proxy, and on loopback (or where Listen says) starts
+// listening: the sandbox's variables are known before its kernel starts.
+func (s *Session) openEgress(ctx context.Context) error {
 	e := s.cfg.Egress
 	if e == nil {
 		return nil
 	}
 	st := &egressState{listens: map[string]net.Listener{}}
-	if e.Loopback {
+	if e.Loopback || e.Listen != nil {
 		// Other programs of the host reach its loopback: the proxy serves only requests
 		// that carry the session's token. A sandbox's own loopback is its alone, and its
 		// variables stay the same for a kernel taken up by a new host.
@@ -75,8 +84,12 @@ func (s *Session) openEgress() error {
 	})
 	s.egress = st
 	addr := egress.SandboxAddr
-	if e.Loopback {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	if e.Loopback || e.Listen != nil {
+		listen := e.Listen
+		if listen == nil {
+			listen = func(context.Context) (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+		}
+		l, err := listen(ctx)
 		if err != nil {
 			return fmt.Errorf("egress: %w", err)
 		}
@@ -96,7 +109,7 @@ func (st *egressState) serve(dir string, l net.Listener) {
 // egressSpec sets the directory a new kernel's sandbox binds for the proxy (Spec.Egress).
 func (s *Session) egressSpec(spec *transport.Spec) error {
 	st := s.egress
-	if st == nil || s.cfg.Egress.Loopback {
+	if st == nil || !s.cfg.Egress.Sandboxed() {
 		return nil
 	}
 	st.mu.Lock()
@@ -140,7 +153,7 @@ func (s *Session) egressSpec(spec *transport.Spec) error {
 // and the kernel forwards egress.SandboxAddr to it.
 func (s *Session) startEgress(ctx context.Context, c *conn, spec transport.Spec) error {
 	st := s.egress
-	if st == nil || s.cfg.Egress.Loopback {
+	if st == nil || !s.cfg.Egress.Sandboxed() {
 		return nil
 	}
 	dir := spec.Egress

@@ -202,7 +202,7 @@ func Reopen(ctx context.Context, cfg Config, k transport.Kernel, jobs []Restore)
 	if !ok {
 		return nil, errors.New("reopen: the kernel was not reattached through a listening connection")
 	}
-	s, err := newSession(cfg)
+	s, err := newSession(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -171,7 +171,7 @@ func (e *WorkdirError) Class() errdefs.Class { return errdefs.InvalidArgument }
 
 // Open starts a session's kernel and waits until it answers.
 func Open(ctx context.Context, cfg Config) (*Session, error) {
-	s, err := newSession(cfg)
+	s, err := newSession(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func (s *Session) Listening() transport.Spec {
 }
 
 // newSession checks a session's configuration and makes it, without its kernel.
-func newSession(cfg Config) (*Session, error) {
+func newSession(ctx context.Context, cfg Config) (*Session, error) {
 	if cfg.Workspace == "" {
 		return nil, &WorkdirError{Reason: "none"}
 	}
@@ -255,7 +255,7 @@ func newSession(cfg Config) (*Session, error) {
 	if s.audit, err = openAudit(auditFile(cfg), s.log); err != nil {
 		return nil, err
 	}
-	if err := s.openEgress(); err != nil {
+	if err := s.openEgress(ctx); err != nil {
 		s.audit.close()
 		return nil, err
 	}

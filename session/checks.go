@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -23,7 +24,36 @@ func Checks(ctx context.Context, dir string) []Check {
 			checks = append(checks, c)
 		}
 	}
-	return append(checks, checkReflink(dir), checkKernel(ctx))
+	return append(checks, checkEgress(), checkReflink(dir), checkKernel(ctx))
+}
+
+// egressPather is a provider that says how its sandboxes reach the network (an
+// Opened.Egress path); a provider that does not leaves the sandbox its own network.
+type egressPather interface{ EgressPath() string }
+
+// checkEgress says, kind by kind, how a sandbox reaches the network: through the host's
+// judging proxy, or by its own network with the proxy's variables advisory.
+func checkEgress() Check {
+	by := map[string][]string{}
+	for _, p := range Providers() {
+		path := ""
+		if e, ok := p.(egressPather); ok {
+			path = e.EgressPath()
+		}
+		by[path] = append(by[path], p.Kind())
+	}
+	var parts []string
+	for _, w := range []struct{ path, says string }{
+		{EgressSandbox, "no network interface; every connection goes through the host's judging proxy (network.allow, --allow-net, else a question)"},
+		{EgressLoopback, "the kernel's own network (the host's, or the wrapper's); with --egress proxy the steps get the variables of a proxy on the host's loopback, advisory: a program may ignore them"},
+		{EgressConnection, "the box's own network; --egress-via-host offers the host's proxy through the connection, advisory"},
+		{"", "the sandbox's own network; no proxy"},
+	} {
+		if ks := by[w.path]; len(ks) > 0 {
+			parts = append(parts, strings.Join(ks, ", ")+": "+w.says)
+		}
+	}
+	return Check{Name: "egress", OK: true, Detail: strings.Join(parts, "; ")}
 }
 
 // checkReflink reports whether dir's filesystem clones files (FICLONE), which makes

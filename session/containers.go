@@ -39,8 +39,9 @@ const reapTimeout = 30 * time.Second
 
 type dockerProvider struct{}
 
-func (dockerProvider) Kind() string      { return "docker" }
-func (dockerProvider) Options() []string { return containerOptions }
+func (dockerProvider) Kind() string       { return "docker" }
+func (dockerProvider) Options() []string  { return containerOptions }
+func (dockerProvider) EgressPath() string { return EgressSandbox }
 
 // Open makes a docker transport: the settings' image, else the host image with the host's
 // system directories read-only; the workspace at its own path unless mounts say otherwise.
@@ -152,8 +153,9 @@ func (dockerProvider) Check(ctx context.Context) Check {
 
 type containerdProvider struct{}
 
-func (containerdProvider) Kind() string      { return "containerd" }
-func (containerdProvider) Options() []string { return containerOptions }
+func (containerdProvider) Kind() string       { return "containerd" }
+func (containerdProvider) Options() []string  { return containerOptions }
+func (containerdProvider) EgressPath() string { return EgressSandbox }
 
 // containerdAddress is the containerd socket a session uses: PADDOCK_CONTAINERD_ADDRESS,
 // else the machine's own or the Docker engine's.

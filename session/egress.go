@@ -1,7 +1,9 @@
 package session
 
 import (
+	"context"
 	"fmt"
+	"net"
 
 	"github.com/paddockhq/paddock/egress"
 	"github.com/paddockhq/paddock/orchestrator"
@@ -16,19 +18,23 @@ const (
 	// proxy listens there and the variables point at it, advisory, since nothing keeps a
 	// program from dialling out directly.
 	EgressLoopback = "loopback"
+	// EgressConnection: the sandbox's network is its own (an ssh box's); with network.egress
+	// proxy (--egress-via-host) the host's proxy is offered to it through the connection
+	// (Opened.EgressListen), advisory as on loopback.
+	EgressConnection = "connection"
 )
 
 // Egress modes (network.egress).
 const (
 	EgressAuto  = "auto"  // the proxy where the sandbox has no network of its own
-	EgressProxy = "proxy" // also on loopback, advisory
+	EgressProxy = "proxy" // also on loopback and through an ssh connection, advisory
 	EgressOff   = "off"   // no proxy: a sandbox without a network reaches nothing
 )
 
 // egressFor decides a session's egress from the mode, the provider's path ("": the sandbox's
 // network is its own, an ssh box's or a container's with a network) and the lists; notice is
 // what to tell the user when the lists cannot apply.
-func egressFor(kind, mode, path string, allow, deny []string) (*orchestrator.Egress, string, error) {
+func egressFor(kind, mode, path string, listen func(context.Context) (net.Listener, error), allow, deny []string) (*orchestrator.Egress, string, error) {
 	switch mode {
 	case "", EgressAuto, EgressProxy, EgressOff:
 	default:
@@ -54,6 +60,14 @@ func egressFor(kind, mode, path string, allow, deny []string) (*orchestrator.Egr
 	case path == EgressLoopback && mode == EgressProxy:
 		return &orchestrator.Egress{Allow: a, Deny: d, Loopback: true}, fmt.Sprintf(
 			"the %s kernel reaches the network itself: its steps are given the proxy's variables, which a program may ignore", kind), nil
+	case path == EgressConnection && mode == EgressProxy && listen != nil:
+		return &orchestrator.Egress{Allow: a, Deny: d, Listen: listen}, fmt.Sprintf(
+			"the %s box's network is its own: its steps are given the host's proxy through the connection, which a program may ignore", kind), nil
+	case path == EgressConnection:
+		if listed {
+			return nil, fmt.Sprintf("the %s box's network is its own: --allow-net and network.allow apply only with --egress-via-host (network.egress proxy), and then only to programs that use the proxy variables", kind), nil
+		}
+		return nil, "", nil
 	case path == EgressLoopback:
 		if listed {
 			return nil, fmt.Sprintf("the %s kernel reaches the network itself: --allow-net and network.allow apply only with network.egress proxy (or --egress proxy), and then only to programs that use the proxy variables", kind), nil

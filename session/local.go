@@ -21,8 +21,9 @@ func init() {
 
 type localProvider struct{}
 
-func (localProvider) Kind() string      { return "local" }
-func (localProvider) Options() []string { return nil }
+func (localProvider) Kind() string       { return "local" }
+func (localProvider) Options() []string  { return nil }
+func (localProvider) EgressPath() string { return EgressLoopback }
 func (localProvider) NotApplied() string {
 	return "the local transport runs the kernel as a host process, unconfined, in the workspace itself"
 }
@@ -47,6 +48,7 @@ type wrappedProvider struct{}
 
 func (wrappedProvider) Kind() string       { return "wrapped" }
 func (wrappedProvider) Options() []string  { return []string{"mount", "wrap", "kernel-path"} }
+func (wrappedProvider) EgressPath() string { return EgressLoopback }
 func (wrappedProvider) NotApplied() string { return "the wrapper command makes the sandbox" }
 
 // Open starts the kernel under the wrapper command (the options', else the settings'); the

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -78,8 +79,12 @@ type Opened struct {
 	// (Options.Resume): a synced workspace's local directory.
 	Resume string
 	// Egress is how the sandbox can reach the host's proxy: EgressSandbox, EgressLoopback,
-	// or "" when its network is its own.
+	// EgressConnection, or "" when its network is its own and nothing carries the proxy
+	// there.
 	Egress string
+	// EgressListen, with EgressConnection, listens where the sandbox's programs reach the
+	// host's proxy (the box's loopback, forwarded back over the connection).
+	EgressListen func(ctx context.Context) (net.Listener, error)
 }
 
 var (

@@ -70,6 +70,9 @@ type Transport struct {
 	Wrap []string
 	// AllowNet are targets allowed besides the settings' network.allow (--allow-net).
 	AllowNet []string
+	// EgressViaHost offers an ssh box's steps the host's proxy through the connection
+	// (--egress-via-host: network.egress proxy for this session).
+	EgressViaHost bool
 	// Given names the options the user gave (a flag, a request's field or setting), by the
 	// names providers' Options use: one a kind does not apply is refused, not ignored.
 	Given []string
@@ -180,7 +183,11 @@ func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 	if op.Close != nil {
 		p.close = append(p.close, op.Close)
 	}
-	eg, notice, err := egressFor(kind, s.Network.Egress, op.Egress, append(slices.Clone(s.Network.Allow), o.Transport.AllowNet...), s.Network.Deny)
+	mode := s.Network.Egress
+	if o.Transport.EgressViaHost {
+		mode = EgressProxy
+	}
+	eg, notice, err := egressFor(kind, mode, op.Egress, op.EgressListen, append(slices.Clone(s.Network.Allow), o.Transport.AllowNet...), s.Network.Deny)
 	if err != nil {
 		p.Finish(ctx)
 		return nil, err
@@ -193,7 +200,7 @@ func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 		if !op.Pools {
 			p.Notices = append(p.Notices, fmt.Sprintf("a pool keeps docker and containerd sandboxes; the %s transport starts its kernels as asked", kind))
 		} else {
-			pl, err := withPool(c, n, o.ListenIn, c.Egress != nil && !c.Egress.Loopback)
+			pl, err := withPool(c, n, o.ListenIn, c.Egress != nil && c.Egress.Sandboxed())
 			if pl != nil {
 				// Closed first at Finish: a session that never started (or failed to open)
 				// leaves no warm sandbox behind. The root kernel's end closes it too.

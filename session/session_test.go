@@ -225,7 +225,13 @@ func TestChecks(t *testing.T) {
 		}
 		got[c.Name] = c
 	}
-	for _, name := range []string{"docker", "containerd", "reflink", "kernel"} {
+	// The egress line names every kind once, by how its sandboxes reach the network.
+	for _, k := range Kinds() {
+		if n := strings.Count(got["egress"].Detail, k+":") + strings.Count(got["egress"].Detail, k+","); n != 1 {
+			t.Errorf("egress names %s %d times: %q", k, n, got["egress"].Detail)
+		}
+	}
+	for _, name := range []string{"docker", "containerd", "egress", "reflink", "kernel"} {
 		if _, ok := got[name]; !ok {
 			t.Errorf("no %s check in %v", name, got)
 		}

@@ -21,7 +21,8 @@ func init() { Register(sshProvider{}) }
 type sshProvider struct{}
 
 func (sshProvider) Kind() string       { return "ssh" }
-func (sshProvider) Options() []string  { return []string{"kernel-cache", "sync"} }
+func (sshProvider) Options() []string  { return []string{"kernel-cache", "sync", "egress-via-host"} }
+func (sshProvider) EgressPath() string { return EgressConnection }
 func (sshProvider) NotApplied() string { return "the kernel runs on the box as its user" }
 
 // sshSandboxEnv is the kernel's own environment on a box, before the home.
@@ -48,7 +49,7 @@ func (sshProvider) Open(ctx context.Context, r *Request) (*Opened, error) {
 		return nil, err
 	}
 	t.Kernels = func(context.Context, string) (string, error) { return kernel, nil }
-	op := &Opened{Transport: t, Kernel: kernel}
+	op := &Opened{Transport: t, Kernel: kernel, Egress: EgressConnection, EgressListen: t.ListenEgress}
 	if !box.SFTP {
 		op.Notices = append(op.Notices, fmt.Sprintf("ssh box %s has no sftp subsystem; files are copied over exec channels (cat, tar)", host))
 	}

@@ -21,6 +21,7 @@ type transportFlags struct {
 	mounts        []string
 	wrap          string
 	allowNet      []string
+	viaHost       bool
 
 	fs *pflag.FlagSet // the flags registered: which were given
 }
@@ -50,12 +51,13 @@ func (f *transportFlags) register(fs *pflag.FlagSet) {
 	fs.Bool("sync", false, "ssh: copy the workspace to the box and hand it back at the end, for a box with no shared filesystem")
 	fs.StringArrayVar(&f.allowNet, "allow-net", nil, "HOST[:PORT], *.DOMAIN[:PORT] or ADDRESS[:PORT] the sandbox connects to unasked, besides network.allow (repeatable, comma lists)")
 	fs.String("egress", "", "the sandbox's way out: auto (the host's judging proxy for containers without a network), proxy (also local and wrapped, advisory) or off (default: network.egress, auto)")
+	fs.BoolVar(&f.viaHost, "egress-via-host", false, "ssh: offer the box's steps the host's judging proxy through the connection (the box's network stays its own: advisory)")
 	fs.Int("pool", 0, "docker, containerd: sandboxes kept started ahead, kernels answering, for this command's sessions and their children (default 0: none)")
 }
 
 // options are the session's transport options the flags give.
 func (f *transportFlags) options() (session.Transport, error) {
-	t := session.Transport{CapAdd: f.capAdd, NewPrivileges: f.newPrivileges, NoTmpfs: f.noTmpfs, AllowNet: f.allowNet}
+	t := session.Transport{CapAdd: f.capAdd, NewPrivileges: f.newPrivileges, NoTmpfs: f.noTmpfs, AllowNet: f.allowNet, EgressViaHost: f.viaHost}
 	for _, m := range f.mounts {
 		pm, err := session.ParseMount(m)
 		if err != nil {

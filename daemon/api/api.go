@@ -175,6 +175,8 @@ const (
 	EventOutput   = "output"   // a step's output as it is produced
 	EventJobEnd   = "job_end"  // a job ended
 	EventClosed   = "closed"   // the session closed; the stream ends
+	// EventConnection: a connection through the session's proxy was refused, or ended.
+	EventConnection = "connection"
 )
 
 // Event is one event of a session's stream (the data of one server-sent event, whose event
@@ -187,6 +189,33 @@ type Event struct {
 	Settled  *Settlement `json:"settled,omitempty"`
 	Output   *Output     `json:"output,omitempty"`
 	Job      *Job        `json:"job,omitempty"`
+	// Connection is the record of a connection (EventConnection).
+	Connection *Connection `json:"connection,omitempty"`
+}
+
+// Connection is what became of one connection a sandbox made through its session's proxy:
+// a CONNECT tunnel or a plain-HTTP request, allowed or refused.
+type Connection struct {
+	Time   time.Time `json:"time"`
+	Method string    `json:"method"` // CONNECT, or a plain-HTTP request's method
+	Target string    `json:"target"` // host:port as asked
+	Host   string    `json:"host"`
+	Port   uint16    `json:"port"`
+	Addr   string    `json:"addr,omitempty"` // the address dialled, after resolution
+	// Verdict: allowed or refused.
+	Verdict string `json:"verdict"`
+	// DecidedBy: allow_rule, deny_rule, session, approved, denied, unanswered, gateway,
+	// cancelled, address, proxy or host.
+	DecidedBy string `json:"decided_by"`
+	Rule      string `json:"rule,omitempty"`
+	Code      string `json:"code,omitempty"`
+	Question  string `json:"question,omitempty"`
+	At        string `json:"at,omitempty"`
+	By        string `json:"by,omitempty"`
+	Sent      int64  `json:"sent"`     // bytes from the sandbox to the target
+	Received  int64  `json:"received"` // bytes from the target to the sandbox
+	// Duration is how long the connection lasted, in nanoseconds.
+	Duration int64 `json:"duration_ns"`
 }
 
 // Output is a chunk of a step's output.

@@ -28,6 +28,9 @@ const (
 	// CodeBox: the box cannot run a kernel (an unknown architecture, no kernel binary for
 	// it, the upload failed, the kernel did not start).
 	CodeBox = "box"
+	// CodeForwardRefused: the box's sshd refused to forward a port on the box back over the
+	// connection (its AllowTcpForwarding or DisableForwarding).
+	CodeForwardRefused = "forward_refused"
 )
 
 // Error is a refusal or failure of the ssh transport with a stable Code.
@@ -56,6 +59,8 @@ func (e *Error) Error() string {
 		what = "connection was lost"
 	case CodeBox:
 		what = "cannot run a kernel"
+	case CodeForwardRefused:
+		what = "refused to forward a port of the box back to the host (allow it with AllowTcpForwarding remote in its sshd_config)"
 	default:
 		what = e.Code
 	}

@@ -75,6 +75,9 @@ type Options struct {
 	// set by a ForceCommand, which takes the sftp subsystem's requests too: use it with
 	// NoSFTP.
 	Path string
+	// NoRemoteForward refuses to forward ports of the box back to the client (`ssh -R`),
+	// as a box with AllowTcpForwarding local does.
+	NoRemoteForward bool
 }
 
 // Start starts a server for the test; it is stopped, with every process it started, when
@@ -212,6 +215,9 @@ LogLevel ERROR
 		cfg += "Subsystem sftp " + s.opts.SFTP + "\n"
 	default:
 		cfg += "Subsystem sftp internal-sftp\n"
+	}
+	if s.opts.NoRemoteForward {
+		cfg += "AllowTcpForwarding local\n"
 	}
 	if s.opts.Path != "" {
 		cfg += "ForceCommand PATH=" + ssh.Quote(s.opts.Path) + "; export PATH; exec /bin/sh -c \"$SSH_ORIGINAL_COMMAND\"\n"
