@@ -157,7 +157,7 @@ func (s *Session) startEgress(ctx context.Context, c *conn, spec transport.Spec)
 		return nil
 	}
 	dir := spec.Egress
-	if e, ok := c.k.(transport.Egressed); ok {
+	if e, ok := c.k.(transport.Egressed); ok && e.EgressDir() != "" {
 		dir = e.EgressDir()
 	} else if dir == "" && spec.Listen != "" {
 		dir = transport.EgressBeside(spec.Listen) // a kernel taken up again

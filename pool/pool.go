@@ -324,6 +324,15 @@ func listenSpecOf(k transport.Kernel) transport.Spec {
 	return transport.Spec{}
 }
 
+// egressDirOf is the directory a kernel the pool handed out binds for its session's proxy,
+// when it says (Egressed); "" when it binds its start's.
+func egressDirOf(k transport.Kernel) string {
+	if e, ok := k.(transport.Egressed); ok {
+		return e.EgressDir()
+	}
+	return ""
+}
+
 // Close removes every warm kernel the pool holds and waits for the starts in flight, whose
 // kernels are removed too. Kernels sessions claimed are theirs, and stay.
 func (p *Pool) Close() error {

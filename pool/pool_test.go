@@ -395,3 +395,30 @@ func TestWarmKernelsListen(t *testing.T) {
 		t.Errorf("after Close the pool's directory holds %v, want only the claimed kernel's %s", left, at.Listen)
 	}
 }
+
+// A scoped pool's root kernel keeps what the claimed kernel says of itself: the directory
+// its sandbox binds for the session's proxy (a warm kernel's own, not its session's), so
+// the proxy listens where the sandbox looks.
+func TestScopedKeepsEgressDir(t *testing.T) {
+	p := pool.New(pool.Config{Transport: &local.Transport{}, Size: 1, Egress: true})
+	t.Cleanup(func() { p.Close() })
+	spec := transport.Spec{Kernel: kernelBinary(t), Cwd: t.TempDir()}
+	if err := p.Warm(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, p, spec, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	k, err := pool.Scope(p).Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Kill()
+	e, ok := k.(transport.Egressed)
+	if !ok || e.EgressDir() == "" {
+		t.Fatalf("the root kernel (%T) does not say the directory its warm sandbox binds", k)
+	}
+	if fi, err := os.Stat(e.EgressDir()); err != nil || !fi.IsDir() {
+		t.Errorf("the warm sandbox's egress directory %s: %v", e.EgressDir(), err)
+	}
+}

@@ -65,9 +65,11 @@ type rootKernel struct {
 	pool *Pool
 }
 
-// Resume and ListenSpec are the kernel's own (a listening kernel's).
+// Resume, ListenSpec and EgressDir are the kernel's own (a listening kernel's, a warm
+// kernel's).
 func (k *rootKernel) Resume() (wire.Resume, bool) { return resumeOf(k.Kernel) }
 func (k *rootKernel) ListenSpec() transport.Spec  { return listenSpecOf(k.Kernel) }
+func (k *rootKernel) EgressDir() string           { return egressDirOf(k.Kernel) }
 
 func (k *rootKernel) Kill() error {
 	err := k.Kernel.Kill()

@@ -61,7 +61,7 @@ func EgressBeside(dir string) string { return dir + ".egress" }
 // Egressed is a kernel whose sandbox sees the host's proxy in a directory other than its
 // start's Spec.Egress: a pool's warm kernel, started before its session.
 type Egressed interface {
-	EgressDir() string // the host directory bound at EgressDir; "" when none is
+	EgressDir() string // the host directory bound at EgressDir; "": its start's Spec.Egress
 }
 
 // Reattacher is a transport whose kernels, started with Spec.Listen, outlive their host:

@@ -150,11 +150,21 @@ func Render(q orchestrator.Question) string {
 	if q.Subagent != "" {
 		who = fmt.Sprintf("subagent %s", Escape(q.Subagent))
 	}
-	fmt.Fprintf(&b, "\n%s asks to run step %d [%s]:\n", who, q.Step+1, strings.Join(q.Effects.Strings(), ", "))
+	if q.Connect != "" {
+		// A connection a step's program opens through the session's proxy: the target, and
+		// the steps running when it was opened.
+		fmt.Fprintf(&b, "\n%s asks to connect to %s [%s]:\n", who, Escape(q.Connect), strings.Join(q.Effects.Strings(), ", "))
+	} else {
+		fmt.Fprintf(&b, "\n%s asks to run step %d [%s]:\n", who, q.Step+1, strings.Join(q.Effects.Strings(), ", "))
+	}
 	for _, line := range strings.Split(q.Command, "\n") {
 		fmt.Fprintf(&b, "  %s\n", Escape(line))
 	}
-	b.WriteString("Run it? [y]es, [a]lways for this session, [N]o: ")
+	if q.Connect != "" {
+		b.WriteString("Allow it? [y]es, [a]lways for this session, [N]o: ")
+	} else {
+		b.WriteString("Run it? [y]es, [a]lways for this session, [N]o: ")
+	}
 	return b.String()
 }
 

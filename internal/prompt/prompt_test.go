@@ -37,6 +37,21 @@ func TestEscape(t *testing.T) {
 	}
 }
 
+// A connection's question names its target and asks to allow it, the steps that were
+// running escaped as a step's are.
+func TestRenderConnection(t *testing.T) {
+	got := Render(orchestrator.Question{Step: -1, Effects: policy.Net, Connect: "example.com:443",
+		Command: "'connect example.com:443 (from: curl \x1b[2J https://example.com)'"})
+	for _, want := range []string{"a step asks to connect to example.com:443 [net]:", `curl $'\x1b'[2J`, "Allow it? [y]es, [a]lways for this session, [N]o: "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the question reads:\n%s\nwant %q in it", got, want)
+		}
+	}
+	if strings.Contains(got, "run step") {
+		t.Errorf("a connection is shown as a step:\n%s", got)
+	}
+}
+
 // readUntil reads from r until the text holds want or the deadline passes.
 func readUntil(t *testing.T, r *os.File, want string) string {
 	t.Helper()
