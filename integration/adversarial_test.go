@@ -155,7 +155,7 @@ func TestAdversarialContainerd(t *testing.T) {
 
 // ensureHostImage makes the engine's host image if it lacks it (paddock run would), removed
 // at the end when the test made it.
-func ensureHostImage(t *testing.T, cli *client.Client) {
+func ensureHostImage(t testing.TB, cli *client.Client) {
 	t.Helper()
 	if _, err := cli.ImageInspect(context.Background(), images.HostRef); cerrdefs.IsNotFound(err) {
 		if _, err := images.Host(context.Background(), cli, images.HostRef, nil); err != nil {
