@@ -263,6 +263,27 @@ func TestProxyAsks(t *testing.T) {
 	}
 }
 
+// A person's yes is not enough for an address nobody named: a name answered yes that
+// resolves to a loopback, private or metadata address is refused all the same, for the
+// session too.
+func TestProxyYesDoesNotOpenReserved(t *testing.T) {
+	t.Parallel()
+	x := startProxy(t, Config{
+		Ask: func(context.Context, Target) Answer { return Answer{Run: true, ForSession: true, Outcome: "approved"} },
+	})
+	x.p.cfg.Resolver = fixed{
+		"loop.test":     {netip.MustParseAddr("127.0.0.1")},
+		"inside.test":   {netip.MustParseAddr("10.1.2.3")},
+		"metadata.test": {netip.MustParseAddr("169.254.169.254")},
+	}
+	c := x.client(nil)
+	for _, u := range []string{"http://loop.test/", "http://inside.test/", "http://metadata.test/latest/", "http://loop.test/again"} {
+		if code, _, refusal := get(t, c, u); code != 403 || refusal != "reserved_address" {
+			t.Errorf("%s answered yes: %d %s, want 403 reserved_address", u, code, refusal)
+		}
+	}
+}
+
 // Many connections to one new target at once raise one question, its answer shared.
 func TestProxyOneQuestionPerTarget(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(hello))
