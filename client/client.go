@@ -177,6 +177,22 @@ func (c *Client) Write(ctx context.Context, id string, req api.FSWriteRequest) (
 	return r, c.do(ctx, "POST", sp(id, "fs", "write"), req, &r)
 }
 
+// FS operations of a session beyond read and write: each served as the sandbox's own host
+// requests are (the path map, the policy, an audit record).
+const (
+	FSEdit = "edit" // api.FSEditRequest -> api.FSEditReply
+	FSStat = "stat" // api.FSPathRequest -> api.FSEntry
+	FSList = "list" // api.FSPathRequest -> api.FSListReply
+	FSGlob = "glob" // api.FSGlobRequest -> api.FSGlobReply
+	FSGrep = "grep" // api.FSGrepRequest -> api.FSGrepReply
+)
+
+// FS makes a file request of a session: op is read, write or one of the FS operations; in
+// and out are its body and its reply (the api package's types, or any of the same JSON).
+func (c *Client) FS(ctx context.Context, id, op string, in, out any) error {
+	return c.do(ctx, "POST", sp(id, "fs", url.PathEscape(op)), in, out)
+}
+
 // Spawn spawns a child.
 func (c *Client) Spawn(ctx context.Context, id string, req api.SpawnRequest) (api.Session, error) {
 	var s api.Session

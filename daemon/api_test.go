@@ -617,6 +617,9 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"Question":       api.Question{}, "Settlement": api.Settlement{},
 		"Collected": api.Collected{}, "SpawnedChild": api.SpawnedChild{},
 		"FSReadRequest": api.FSReadRequest{}, "FSWriteRequest": api.FSWriteRequest{}, "FSReply": api.FSReply{},
+		"FSPathRequest": api.FSPathRequest{}, "FSEntry": api.FSEntry{}, "FSListReply": api.FSListReply{}, "FSGlobRequest": api.FSGlobRequest{},
+		"FSGlobReply": api.FSGlobReply{}, "FSGrepRequest": api.FSGrepRequest{}, "FSGrepLine": api.FSGrepLine{}, "FSGrepCount": api.FSGrepCount{},
+		"FSGrepReply": api.FSGrepReply{}, "FSEdit": api.FSEdit{}, "FSEditRequest": api.FSEditRequest{}, "FSEditReply": api.FSEditReply{},
 	} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {

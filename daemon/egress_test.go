@@ -7,6 +7,8 @@ import (
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/egress"
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/orchestrator"
 )
 
@@ -104,5 +107,116 @@ func TestConnectionFormMatches(t *testing.T) {
 	}}
 	if err := quick.Check(f, cfg); err != nil {
 		t.Error(err)
+	}
+}
+
+// The API's forms of the tree requests and edits are the orchestrator's: any value of one,
+// written as JSON, reads into the other with no field left over and writes back the same,
+// byte for byte. (The API owns its types so that the Go client links no engine.)
+func TestFSFormsMatch(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewSource(1))
+	for _, pair := range [][2]any{
+		{&orchestrator.FSPathRequest{}, &api.FSPathRequest{}}, {&orchestrator.FSEntry{}, &api.FSEntry{}},
+		{&orchestrator.FSListReply{}, &api.FSListReply{}}, {&orchestrator.FSGlobRequest{}, &api.FSGlobRequest{}},
+		{&orchestrator.FSGlobReply{}, &api.FSGlobReply{}}, {&orchestrator.FSGrepRequest{}, &api.FSGrepRequest{}},
+		{&orchestrator.FSGrepReply{}, &api.FSGrepReply{}}, {&orchestrator.FSEditRequest{}, &api.FSEditRequest{}},
+		{&orchestrator.FSEditReply{}, &api.FSEditReply{}}, {&orchestrator.FSReadRequest{}, &api.FSReadRequest{}},
+		{&orchestrator.FSWriteRequest{}, &api.FSWriteRequest{}}, {&orchestrator.FSReply{}, &api.FSReply{}},
+	} {
+		for range 200 {
+			fill(r, reflect.ValueOf(pair[0]).Elem())
+			a, _ := json.Marshal(pair[0])
+			form := reflect.New(reflect.TypeOf(pair[1]).Elem()).Interface()
+			dec := json.NewDecoder(strings.NewReader(string(a)))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(form); err != nil {
+				t.Fatalf("%T into %T: %v\n%s", pair[0], form, err, a)
+			}
+			if b, _ := json.Marshal(form); string(a) != string(b) {
+				t.Fatalf("%T: the record's JSON\n%s\nits API form's\n%s", pair[0], a, b)
+			}
+		}
+	}
+}
+
+// fill gives v random contents: strings, numbers, booleans, UTC times, slices of up to three.
+func fill(r *rand.Rand, v reflect.Value) {
+	switch {
+	case v.Type() == reflect.TypeFor[time.Time]():
+		v.Set(reflect.ValueOf(time.Unix(r.Int63n(1<<33), r.Int63n(1e9)).UTC()))
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if r.Intn(3) > 0 {
+			s, _ := quick.Value(v.Type(), r)
+			v.Set(s)
+		} else {
+			v.SetString("")
+		}
+	case reflect.Bool:
+		v.SetBool(r.Intn(2) == 0)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		v.SetInt(r.Int63n(1<<31) - 1<<30)
+	case reflect.Uint32, reflect.Uint16, reflect.Uint64:
+		v.SetUint(uint64(r.Int63n(1 << 16)))
+	case reflect.Slice:
+		n := r.Intn(4)
+		s := reflect.MakeSlice(v.Type(), n, n)
+		for i := range n {
+			fill(r, s.Index(i))
+		}
+		v.Set(s)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(r, v.Field(i))
+			}
+		}
+	}
+}
+
+// A named shell continues: cd and exports hold from one call to the next of the same name,
+// and the answer says where the shell is; another name, or none, starts where the session
+// does. The session keeps a bounded number of them.
+func TestNamedShells(t *testing.T) {
+	d := startDaemon(t, daemonOptions{})
+	ctx := context.Background()
+	ws := t.TempDir()
+	os.Mkdir(filepath.Join(ws, "sub"), 0o755)
+	s, err := d.c.Open(ctx, api.OpenRequest{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Cwd != ws {
+		t.Errorf("the session says it starts in %q, want %q", s.Cwd, ws)
+	}
+	bash := func(shell, script string) api.BashResponse {
+		t.Helper()
+		r, err := d.c.Bash(ctx, s.ID, api.BashRequest{Script: script, Shell: shell})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := bash("a", "cd sub && export X=1"); r.Cwd != filepath.Join(ws, "sub") {
+		t.Errorf("shell a after cd: %q", r.Cwd)
+	}
+	if got := stdout(bash("a", "pwd; echo $X").Result); got != filepath.Join(ws, "sub")+"\n1\n" {
+		t.Errorf("shell a again: %q", got)
+	}
+	if got := stdout(bash("b", "pwd; echo ${X:-unset}").Result); got != ws+"\nunset\n" {
+		t.Errorf("shell b: %q", got)
+	}
+	if r := bash("", "pwd"); stdout(r.Result) != ws+"\n" || r.Cwd != "" {
+		t.Errorf("no shell: %q, cwd %q", stdout(r.Result), r.Cwd)
+	}
+	for i := range 64 - 2 {
+		bash(fmt.Sprint("many-", i), "true")
+	}
+	_, err = d.c.Bash(ctx, s.ID, api.BashRequest{Script: "true", Shell: "one-too-many"})
+	if _, code := errdefs.Of(err); code != "too_many_shells" {
+		t.Errorf("a shell past the bound: %v", err)
 	}
 }

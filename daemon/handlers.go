@@ -37,6 +37,11 @@ func (s *Server) routes() {
 		"POST /v1/sessions/{id}/bash":                        s.runBash,
 		"POST /v1/sessions/{id}/fs/read":                     s.fsHandler(orchestrator.TypeFSRead),
 		"POST /v1/sessions/{id}/fs/write":                    s.fsHandler(orchestrator.TypeFSWrite),
+		"POST /v1/sessions/{id}/fs/edit":                     s.fsHandler(orchestrator.TypeFSEdit),
+		"POST /v1/sessions/{id}/fs/stat":                     s.fsHandler(orchestrator.TypeFSStat),
+		"POST /v1/sessions/{id}/fs/list":                     s.fsHandler(orchestrator.TypeFSList),
+		"POST /v1/sessions/{id}/fs/glob":                     s.fsHandler(orchestrator.TypeFSGlob),
+		"POST /v1/sessions/{id}/fs/grep":                     s.fsHandler(orchestrator.TypeFSGrep),
 		"GET /v1/sessions/{id}/children":                     s.children,
 		"POST /v1/sessions/{id}/children":                    s.spawnChild,
 		"POST /v1/sessions/{id}/children/{child}/collect":    s.collect,
@@ -188,12 +193,12 @@ func (s *Server) runBash(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	res, art, err := s.bash(r.Context(), e, req)
+	res, art, cwd, err := s.bash(r.Context(), e, req)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, 200, api.BashResponse{Result: res.API(), Artifact: art})
+	writeJSON(w, 200, api.BashResponse{Result: res.API(), Artifact: art, Cwd: cwd})
 }
 
 func (s *Server) fsHandler(typ string) http.HandlerFunc {

@@ -127,12 +127,13 @@ type entry struct {
 	scripted map[string]*entry // guarded by mu
 
 	mu        sync.Mutex
-	info      api.Session          // guarded by mu
-	states    map[string]storedJob // guarded by mu: where each detached job is
-	past      map[string]api.Job   // guarded by mu: jobs that ended before this daemon took the session up
-	gone      bool                 // guarded by mu: its state directory is removed (see life.go)
-	children  []string             // guarded by mu
-	artifacts map[string]string    // guarded by mu: job id -> artifact file
+	info      api.Session                    // guarded by mu
+	states    map[string]storedJob           // guarded by mu: where each detached job is
+	past      map[string]api.Job             // guarded by mu: jobs that ended before this daemon took the session up
+	gone      bool                           // guarded by mu: its state directory is removed (see life.go)
+	children  []string                       // guarded by mu
+	artifacts map[string]string              // guarded by mu: job id -> artifact file
+	shells    map[string]*orchestrator.Shell // guarded by mu: the named shells calls continue (BashRequest.Shell)
 }
 
 // New makes a server and lists again the sessions its state directory records: the ones
@@ -293,7 +294,7 @@ func (k *keeper) Started(c *orchestrator.Session, cc orchestrator.ChildConfig, s
 	parent.mu.Unlock()
 	rec := &entry{dir: k.s.sessionDir(c.ID()), kernel: c.Listening(), isScripted: true,
 		spawn: &api.SpawnRequest{Name: cc.Name, Workspace: cc.Workspace, Env: cc.Env, Script: script}}
-	rec.info = api.Session{ID: c.ID(), State: api.Open, Workspace: c.Workspace(), Transport: info.Transport,
+	rec.info = api.Session{ID: c.ID(), State: api.Open, Workspace: c.Workspace(), Cwd: c.Cwd(), Transport: info.Transport,
 		Parent: info.ID, Name: cc.Name, Mode: mode, Created: time.Now().UTC(), Clone: c.CloneReport().API(),
 		Jobs: []api.Job{{ID: j.ID(), Script: script}}}
 	parent.mu.Lock()
@@ -375,7 +376,7 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 		e.req = nil // its kernel does not listen after all (a container user that cannot): it ends with this daemon
 	}
 	kp.e.Store(e)
-	e.info = api.Session{ID: id, State: api.Open, Workspace: sess.Workspace(), Transport: o.Transport,
+	e.info = api.Session{ID: id, State: api.Open, Workspace: sess.Workspace(), Cwd: sess.Cwd(), Transport: o.Transport,
 		Created: time.Now().UTC(), BlockingBudget: cfg.Budget.String(), Warnings: o.Warnings}
 	if o.NoOutputTimeout > 0 {
 		e.info.NoOutputTimeout = o.NoOutputTimeout.String()
@@ -447,7 +448,7 @@ func (s *Server) spawn(ctx context.Context, parent *entry, req api.SpawnRequest)
 	parent.mu.Unlock()
 	e := &entry{s: child, cfg: parent.cfg, hub: newHub(id), dir: dir, noOT: parent.noOT, artifacts: map[string]string{},
 		spawn: spawn, kernel: child.Listening()}
-	e.info = api.Session{ID: id, State: api.Open, Workspace: child.Workspace(), Transport: info.Transport,
+	e.info = api.Session{ID: id, State: api.Open, Workspace: child.Workspace(), Cwd: child.Cwd(), Transport: info.Transport,
 		Parent: parent.info.ID, Name: req.Name, Mode: mode, Created: time.Now().UTC(),
 		BlockingBudget: info.BlockingBudget, NoOutputTimeout: info.NoOutputTimeout, Clone: child.CloneReport().API()}
 	if err := s.register(e); err != nil {
@@ -628,27 +629,39 @@ func (e *stateError) Class() errdefs.Class { return errdefs.Conflict }
 
 // bash runs a call, keeping its whole output in an artifact file while it runs: the file
 // stays when the call detached or its output was cut, and goes otherwise.
-func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (*orchestrator.Result, string, error) {
+func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (_ *orchestrator.Result, artifact, cwd string, _ error) {
 	if e.s == nil {
-		return nil, "", &stateError{ID: e.info.ID}
+		return nil, "", "", &stateError{ID: e.info.ID}
 	}
 	budget := e.cfg.Budget // 0: the call blocks to its end
 	if req.Budget != "" {
 		d, err := config.ParseDuration(req.Budget)
 		if err != nil {
-			return nil, "", &badRequest{msg: "budget: " + err.Error()}
+			return nil, "", "", &badRequest{msg: "budget: " + err.Error()}
 		}
 		budget = max(d, 0)
 	}
 	n := e.calls.Add(1)
 	art := filepath.Join(e.dir, fmt.Sprintf("call-%d.out", n))
 	call := orchestrator.Call{Script: req.Script, Artifact: art, Live: e.live}
+	if req.Shell != "" {
+		sh, err := e.shell(req.Shell)
+		if err != nil {
+			return nil, "", "", err
+		}
+		call.Shell = sh
+		defer func() {
+			if cwd = sh.Cwd(); cwd == "" {
+				cwd = e.s.Cwd()
+			}
+		}()
+	}
 	t0 := time.Now()
 	defer func() { s.metrics.add(func(m *metrics) { m.callSeconds.observe(time.Since(t0)) }) }()
 	j, err := e.s.StartJob(call)
 	if err != nil {
 		os.Remove(art)
-		return nil, "", err
+		return nil, "", "", err
 	}
 	var timeout <-chan time.Time
 	if budget > 0 {
@@ -663,7 +676,7 @@ func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (*orch
 		<-j.Done()
 		e.s.ForgetJobs(e.detached)
 		os.Remove(art)
-		return nil, "", ctx.Err()
+		return nil, "", "", ctx.Err()
 	case <-timeout:
 	}
 	res := j.Result()
@@ -675,7 +688,7 @@ func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (*orch
 			os.Remove(art)
 			art = ""
 		}
-		return res, art, nil
+		return res, art, "", nil
 	}
 	res.End = orchestrator.End{Kind: orchestrator.Detached, Job: j.ID()}
 	e.mu.Lock()
@@ -687,7 +700,28 @@ func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (*orch
 	s.metrics.add(func(m *metrics) { m.detached++ })
 	s.wg.Add(1)
 	go s.watchJob(e, j, art)
-	return res, art, nil
+	return res, art, "", nil
+}
+
+// maxShells bounds the named shells a session keeps.
+const maxShells = 64
+
+// shell is the session's shell of that name, made at its first call.
+func (e *entry) shell(name string) (*orchestrator.Shell, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if sh := e.shells[name]; sh != nil {
+		return sh, nil
+	}
+	if len(e.shells) >= maxShells {
+		return nil, errdefs.New(errdefs.Refused, "too_many_shells", fmt.Sprintf("the session keeps %d named shells, no more", maxShells))
+	}
+	if e.shells == nil {
+		e.shells = map[string]*orchestrator.Shell{}
+	}
+	sh := &orchestrator.Shell{}
+	e.shells[name] = sh
+	return sh, nil
 }
 
 // dropped reports whether any step's output was cut.

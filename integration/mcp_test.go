@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/paddockhq/paddock/client"
+	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/transport/ssh/sshtest"
 )
 
@@ -144,15 +146,59 @@ func mcpWorkspace(t testing.TB) string {
 // greps a real workspace, is asked for a secret (declined: nothing read; accepted: read),
 // and waits for a step that detached. Bad input is a tool error with a stable code, and
 // the session goes on.
+//
+// Through a daemon (--host), the same: a session the server opens there, or one already
+// open that it attaches to (--session); the shell is a named shell of the daemon's.
 func TestMCP(t *testing.T) {
-	for _, kind := range []string{"local", "docker"} {
-		t.Run(kind, func(t *testing.T) {
-			if kind == "docker" {
-				engine(t)
-			}
+	for _, mode := range []string{"local", "docker", "daemon", "daemon-session"} {
+		t.Run(mode, func(t *testing.T) {
+			kind := mode
 			ws := mcpWorkspace(t)
 			// Writes outside the workspace ask (the default auto set lets them run).
-			c := startMCP(t, ws, true, "--transport", kind, "--auto-effects", "read,write,exec,net")
+			args := []string{"--transport", kind, "--auto-effects", "read,write,exec,net"}
+			switch mode {
+			case "docker":
+				engine(t)
+			case "daemon", "daemon-session":
+				kind = "local"
+				sock, state := serveDirs(t)
+				startServe(t, paddockBinary(t), sock, state, append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir()))
+				host := "unix://" + sock
+				args = []string{"--host", host, "--transport", kind, "--auto-effects", "read,write,exec,net"}
+				dc, err := client.New(host)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(dc.Close)
+				// Once the server has gone (its cleanup runs first): a session it opened is
+				// closed, one it attached to is still open.
+				want := []string{}
+				t.Cleanup(func() {
+					var open []string
+					list, err := dc.Sessions(context.Background())
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, s := range list {
+						if s.State == api.Open {
+							open = append(open, s.ID)
+						}
+					}
+					if !slices.Equal(open, want) {
+						t.Errorf("sessions open after the server left: %v, want %v", open, want)
+					}
+				})
+				if mode == "daemon-session" {
+					s, err := dc.Open(context.Background(), api.OpenRequest{Workspace: ws, Transport: kind,
+						Settings: map[string]string{"shell.autoEffects": "read,write,exec,net"}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					want = []string{s.ID}
+					args = []string{"--host", host, "--session", s.ID}
+				}
+			}
+			c := startMCP(t, ws, true, args...)
 			tools, err := c.cs.ListTools(context.Background(), nil)
 			if err != nil {
 				t.Fatal(err)

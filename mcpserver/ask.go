@@ -64,7 +64,10 @@ func (x *Server) attach(req *mcp.CallToolRequest) *asker {
 	}
 	a := &asker{s: x.s, ss: req.Session, name: name, rounds: rounds, open: map[string]context.CancelFunc{},
 		pending: map[string]orchestrator.Question{}, changed: make(chan struct{})}
-	detach := x.s.Attach(a)
+	detach, err := x.s.Attach(a)
+	if err != nil {
+		return nil // not attached: its questions are refused as unanswered
+	}
 	if rounds {
 		x.rounds = a
 		x.detach = append(x.detach, func() { a.leave(); detach() })
@@ -84,7 +87,7 @@ func (x *Server) attach(req *mcp.CallToolRequest) *asker {
 
 // asker is an MCP client as a client of the session.
 type asker struct {
-	s    *orchestrator.Session
+	s    Session
 	ss   *mcp.ServerSession
 	name string
 

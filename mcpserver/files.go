@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -99,19 +98,11 @@ files the policy would not let be read unasked (named in the result: read one to
 
 // serve makes one fs request of the session and decodes its reply into R.
 func serve[R any](ctx context.Context, x *Server, typ string, body any) (*R, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
+	var r R
+	if err := x.s.Request(ctx, typ, body, &r); err != nil {
 		return nil, err
 	}
-	res, err := x.s.Serve(ctx, typ, b)
-	if err != nil {
-		return nil, err
-	}
-	r, ok := res.(*R)
-	if !ok {
-		return nil, fmt.Errorf("%s replied %T", typ, res)
-	}
-	return r, nil
+	return &r, nil
 }
 
 // readFile reads a file through fs.read: its reply, and its bytes; a binary file is refused
@@ -250,9 +241,11 @@ func (x *Server) readSSH(ctx context.Context, in ReadIn) (*mcp.CallToolResult, a
 	return numbered(res.URL, res.Text, in, note)
 }
 
-// notFound reports an fs refusal for a file that is not there.
+// notFound reports an fs refusal for a file that is not there, by its stable code: the
+// session's own error, or a daemon's answer carrying it.
 func notFound(err error) bool {
-	return errors.Is(err, &orchestrator.FSError{Reason: orchestrator.FSNotFound})
+	_, code := errdefs.Of(err)
+	return err != nil && code == orchestrator.FSNotFound
 }
 
 func (x *Server) write(ctx context.Context, _ *mcp.CallToolRequest, in WriteIn) (*mcp.CallToolResult, any, error) {

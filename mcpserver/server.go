@@ -21,7 +21,6 @@ import (
 
 	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/internal/sshfile"
-	"github.com/paddockhq/paddock/orchestrator"
 )
 
 // Options configure a server.
@@ -36,10 +35,9 @@ type Options struct {
 // Server serves one session over MCP. The shell the bash tool continues and the versions
 // of the files read are the server's, so one server is one agent's view of the session.
 type Server struct {
-	s     *orchestrator.Session
-	srv   *mcp.Server
-	shell orchestrator.Shell
-	ssh   *sshfile.Reader
+	s   Session
+	srv *mcp.Server
+	ssh *sshfile.Reader
 
 	mu         sync.Mutex
 	seen       map[string]string             // guarded by mu: sandbox path -> the content's hash as read or written
@@ -51,8 +49,8 @@ type Server struct {
 	n          int                           // guarded by mu: rounds made
 }
 
-// New makes a server for s with every tool registered.
-func New(s *orchestrator.Session, o Options) *Server {
+// New makes a server for s (Local, Remote) with every tool registered.
+func New(s Session, o Options) *Server {
 	if o.Name == "" {
 		o.Name = "paddock"
 	}
@@ -96,12 +94,7 @@ func (x *Server) Close() {
 }
 
 // cwd is the sandbox directory relative paths and the next step start from.
-func (x *Server) cwd() string {
-	if c := x.shell.Cwd(); c != "" {
-		return c
-	}
-	return x.s.Cwd()
-}
+func (x *Server) cwd() string { return x.s.Cwd() }
 
 // abs is p made absolute against the shell's directory.
 func (x *Server) abs(p string) string {

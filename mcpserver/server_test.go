@@ -36,7 +36,7 @@ func openLocal(t testing.TB, dir string) *orchestrator.Session {
 // connect serves a server for s in memory and connects the SDK's client to it.
 func connect(t testing.TB, s *orchestrator.Session, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	x := New(s, Options{})
+	x := New(Local(s), Options{})
 	st, ct := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

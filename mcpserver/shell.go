@@ -74,11 +74,11 @@ func (x *Server) bash(ctx context.Context, req *mcp.CallToolRequest, in BashIn) 
 	if err != nil {
 		return fail(err)
 	}
-	call := orchestrator.Call{Script: in.Command, Budget: b, Shell: &x.shell}
+	var live func(step, fd int, data []byte)
 	if p := newProgress(ctx, req); p != nil {
-		call.Live = p.chunk
+		live = p.chunk
 	}
-	res, err := x.s.Run(ctx, call)
+	res, err := x.s.Run(ctx, in.Command, b, live)
 	if err != nil {
 		return fail(err)
 	}
@@ -126,39 +126,26 @@ func (x *Server) jobWait(ctx context.Context, _ *mcp.CallToolRequest, in JobWait
 	if err != nil {
 		return fail(err)
 	}
-	j, err := x.s.Job(in.Job)
+	res, running, err := x.s.Wait(ctx, in.Job, b)
 	if err != nil {
 		return fail(err)
 	}
-	t := time.NewTimer(b)
-	defer t.Stop()
-	select {
-	case <-j.Done():
-	case <-t.C:
-	case <-ctx.Done():
-		return fail(ctx.Err())
-	}
-	return jobResult(j)
+	return jobResult(in.Job, res, running)
 }
 
-func (x *Server) jobKill(_ context.Context, _ *mcp.CallToolRequest, in JobIn) (*mcp.CallToolResult, any, error) {
-	j, err := x.s.Job(in.Job)
+func (x *Server) jobKill(ctx context.Context, _ *mcp.CallToolRequest, in JobIn) (*mcp.CallToolResult, any, error) {
+	res, err := x.s.Kill(ctx, in.Job)
 	if err != nil {
 		return fail(err)
 	}
-	j.Kill()
-	<-j.Done()
-	return jobResult(j)
+	return jobResult(in.Job, res, false)
 }
 
 // jobResult is a job's result so far, with whether it is still running.
-func jobResult(j *orchestrator.Job) (*mcp.CallToolResult, any, error) {
-	res := j.Result()
+func jobResult(id string, res *orchestrator.Result, running bool) (*mcp.CallToolResult, any, error) {
 	s := res.String()
-	select {
-	case <-j.Done():
-	default:
-		s += fmt.Sprintf("[job %s is still running]\n", j.ID())
+	if running {
+		s += fmt.Sprintf("[job %s is still running]\n", id)
 	}
 	return text(s), nil, nil
 }
@@ -170,17 +157,13 @@ type JobInfo struct {
 	Running bool   `json:"running"`
 }
 
-func (x *Server) jobList(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+func (x *Server) jobList(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+	jobs, err := x.s.Jobs(ctx)
+	if err != nil {
+		return fail(err)
+	}
 	var b strings.Builder
-	jobs := []JobInfo{}
-	for _, j := range x.s.Jobs() {
-		info := JobInfo{ID: j.ID(), Script: j.Script(), Running: true}
-		select {
-		case <-j.Done():
-			info.Running = false
-		default:
-		}
-		jobs = append(jobs, info)
+	for _, info := range jobs {
 		state := "ended"
 		if info.Running {
 			state = "running"

@@ -40,7 +40,7 @@ func hostedRequest(fs *pflag.FlagSet, workspace string) (api.OpenRequest, error)
 			return
 		}
 		switch f.Name {
-		case "workspace", "json", "budget", "no-output-timeout", "children", "parallel": // the commands' own
+		case "workspace", "json", "budget", "no-output-timeout", "children", "parallel", "listen", "session": // the commands' own
 		case "host":
 			if !strings.HasPrefix(f.Value.String(), "unix://") {
 				req.Settings[keys["host"]] = f.Value.String()

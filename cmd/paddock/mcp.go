@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/internal/sshfile"
@@ -30,9 +32,10 @@ func init() { commands = append(commands, newMCPCmd) }
 
 func newMCPCmd() *cobra.Command {
 	var (
-		dir    string
-		listen string
-		tf     transportFlags
+		dir     string
+		listen  string
+		session string
+		tf      transportFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp [--workspace DIR] [--listen unix://PATH|HOST:PORT] [transport flags]",
@@ -49,7 +52,11 @@ With --listen it serves streamable HTTP instead, until it is stopped: on a unix 
 (unix://PATH, 0600, peers of your uid only, in a directory of yours as the daemon's), or on a
 loopback address (HOST:PORT, 127.0.0.1:0 for any port) where every request must carry
 "Authorization: Bearer TOKEN" (PADDOCK_MCP_TOKEN, else a token made and printed on standard
-error). Any other address is refused.`,
+error). Any other address is refused.
+
+With --host unix://PATH (or PADDOCK_HOST) the session is the daemon's: a new one opened there
+with the same flags and closed when the server stops, or, with --session ID, one already open
+there, left open. The tools are the same; bash keeps a shell of its own in the daemon.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
@@ -65,24 +72,29 @@ error). Any other address is refused.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			o := mcpserver.Options{Name: "paddock", Version: buildVersion()}
+			if host := daemonHost(cmd.Flags()); host != "" {
+				rs, done, err := hostedMCP(ctx, cmd, host, dir, session)
+				if err != nil {
+					return err
+				}
+				defer done()
+				return runMCP(ctx, mcpserver.New(rs, o), listen, errOut)
+			}
+			if session != "" {
+				return &usageError{msg: "--session names a daemon's session: give --host unix://PATH too"}
+			}
 			s, l, fin, err := openSession(ctx, cmd, dir, &tf, errOut)
 			if err != nil {
 				return err
 			}
 			defer fin()
-			o := mcpserver.Options{Name: "paddock", Version: buildVersion()}
 			if hosts := l.Settings.SSH.Hosts; len(hosts) > 0 {
 				pool := &ssh.Pool{}
 				defer pool.Close()
 				o.SSH = &sshfile.Reader{Hosts: hosts, Pool: pool}
 			}
-			srv := mcpserver.New(s, o)
-			if listen != "" {
-				err = serveMCP(ctx, srv, listen, errOut)
-			} else {
-				err = srv.Run(ctx, &mcp.StdioTransport{})
-			}
-			if err != nil && ctx.Err() == nil {
+			if err := runMCP(ctx, mcpserver.New(mcpserver.Local(s), o), listen, errOut); err != nil {
 				return err
 			}
 			_, err = fin()
@@ -91,10 +103,71 @@ error). Any other address is refused.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&dir, "workspace", "w", "", "the session's workspace and working directory (default: the current directory)")
+	f.StringVar(&session, "session", "", "with --host: serve this session of the daemon's, already open, instead of opening one")
 	f.StringVar(&listen, "listen", "", "serve streamable HTTP on unix://PATH or a loopback HOST:PORT (with a bearer token) instead of stdio")
 	registerRunFlags(f)
 	tf.register(f)
 	return cmd
+}
+
+// runMCP serves srv on stdio, or on listen, until the client leaves or ctx ends.
+func runMCP(ctx context.Context, srv *mcpserver.Server, listen string, errOut io.Writer) error {
+	var err error
+	if listen != "" {
+		err = serveMCP(ctx, srv, listen, errOut)
+	} else {
+		err = srv.Run(ctx, &mcp.StdioTransport{})
+	}
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// hostedMCP is the daemon's session an MCP server serves: the one named, or a new one opened
+// with the command's flags (closed by done, its warnings and hand-back told on errOut).
+func hostedMCP(ctx context.Context, cmd *cobra.Command, host, dir, id string) (mcpserver.Session, func(), error) {
+	errOut := cmd.ErrOrStderr()
+	c, err := client.New(host)
+	if err != nil {
+		return nil, nil, err
+	}
+	if id != "" {
+		s, err := c.Session(ctx, id)
+		if err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		return mcpserver.Remote(c, s.ID, s.Cwd), c.Close, nil
+	}
+	ws, err := filepath.Abs(dir) // the daemon's directory is not ours
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	req, err := hostedRequest(cmd.Flags(), ws)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	s, err := c.Open(ctx, req)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	for _, w := range s.Warnings {
+		fmt.Fprintln(errOut, "paddock:", w)
+	}
+	done := func() {
+		defer c.Close()
+		ended, err := c.CloseSession(context.Background(), s.ID)
+		if err != nil {
+			fmt.Fprintln(errOut, "paddock:", err)
+			return
+		}
+		showHandback(errOut, ended.Handback)
+	}
+	return mcpserver.Remote(c, s.ID, s.Cwd), done, nil
 }
 
 // mcpEndpoint is the path streamable HTTP is served at.

@@ -25,6 +25,11 @@ var Routes = []Route{
 	{"POST", "/v1/sessions/{id}/bash", "Run a script with the bash tool"},
 	{"POST", "/v1/sessions/{id}/fs/read", "Read a file through the session's path map and guard"},
 	{"POST", "/v1/sessions/{id}/fs/write", "Write a file through the session's path map and guard"},
+	{"POST", "/v1/sessions/{id}/fs/edit", "Edit a file by exact-string replacements, all or none, through the session's path map and guard"},
+	{"POST", "/v1/sessions/{id}/fs/stat", "Describe a file, directory or link through the session's path map and guard"},
+	{"POST", "/v1/sessions/{id}/fs/list", "List a directory through the session's path map and guard"},
+	{"POST", "/v1/sessions/{id}/fs/glob", "Find files by a glob pattern through the session's path map and guard"},
+	{"POST", "/v1/sessions/{id}/fs/grep", "Search files for a regular expression through the session's path map and guard"},
 	{"GET", "/v1/sessions/{id}/children", "List a session's children"},
 	{"POST", "/v1/sessions/{id}/children", "Spawn a child session"},
 	{"POST", "/v1/sessions/{id}/children/{child}/collect", "Collect a child started with a script: wait for its end, close it, hand back"},
@@ -115,7 +120,9 @@ type Session struct {
 	Created         time.Time `json:"created"`
 	BlockingBudget  string    `json:"blockingBudget"`
 	NoOutputTimeout string    `json:"noOutputTimeout,omitempty"`
-	Children        []string  `json:"children,omitempty"`
+	// Cwd is the sandbox directory the session's calls start in.
+	Cwd      string   `json:"cwd,omitempty"`
+	Children []string `json:"children,omitempty"`
 	// Spawned are the children started with a script (a spawn request with a script, or
 	// session.spawn from the sandbox), collected with .../children/{child}/collect.
 	Spawned  []SpawnedChild `json:"spawned,omitempty"`
@@ -133,6 +140,12 @@ type BashRequest struct {
 	Script string `json:"script"`
 	// Budget overrides the session's blocking budget for this call, e.g. "5s"; "-1": none.
 	Budget string `json:"budget,omitempty"`
+	// Shell, when set, names a shell of the session the call continues: it starts in the
+	// directory, with the variables and exports, the last call of the same name left (a
+	// script outside the step grammar, or a call that detached, leaves them as they were).
+	// "": the call starts where the session does, and cd and export last for the call.
+	// Shells are the daemon's memory: they do not outlive it.
+	Shell string `json:"shell,omitempty"`
 }
 
 // Job describes a job.
@@ -238,4 +251,6 @@ const (
 type BashResponse struct {
 	*Result
 	Artifact string `json:"artifact,omitempty"`
+	// Cwd is the sandbox directory the call's shell (BashRequest.Shell) is in now.
+	Cwd string `json:"cwd,omitempty"`
 }
