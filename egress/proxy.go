@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -32,6 +33,10 @@ const (
 	HeaderTimeout = 30 * time.Second
 	// DialTimeout bounds resolving and dialling an allowed target.
 	DialTimeout = 30 * time.Second
+	// MaxConns is Config.MaxConns's default.
+	MaxConns = 1024
+	// MaxQuestions is Config.MaxQuestions's default.
+	MaxQuestions = 32
 )
 
 // Answer is how a person's answer to a connection came back on the approval route.
@@ -68,6 +73,13 @@ type Config struct {
 	Record func(Record)
 	// Log receives diagnostics; nil discards them.
 	Log *slog.Logger
+	// MaxConns bounds the connections each listener's holds at once: past it the next is
+	// accepted only when one ends (the sandbox waits, as on a full backlog), so that no
+	// sandbox runs its host out of descriptors. 0: MaxConns.
+	MaxConns int
+	// MaxQuestions bounds the targets asked about at once: a connection to one more is
+	// refused (busy) rather than adding to what a person is shown. 0: MaxQuestions.
+	MaxQuestions int
 }
 
 // Record is what became of one connection, for the audit, the metrics and the event stream.
@@ -81,7 +93,8 @@ type Record struct {
 	// Verdict: allowed or refused.
 	Verdict string `json:"verdict"`
 	// DecidedBy: allow_rule, deny_rule, session (an earlier "always" answer), approved,
-	// denied, unanswered, gateway, cancelled (the approval route), address (what the name
+	// denied, unanswered, gateway, cancelled (the approval route), busy (too many questions
+	// under way), address (what the name
 	// resolved to, Dialable), proxy (the request itself: its form, its token), host (a
 	// resolve or dial that failed after the allow).
 	DecidedBy string        `json:"decided_by"`
@@ -105,6 +118,8 @@ type Proxy struct {
 	life context.Context    // ends at Close: the questions' lifetime
 	end  context.CancelFunc
 
+	asking chan struct{} // a slot per question under way (MaxQuestions)
+
 	mu      sync.Mutex
 	session []Rule                // guarded by mu: targets answered "always for this session"
 	tunnels map[net.Conn]struct{} // guarded by mu: the hijacked connections of open tunnels
@@ -116,7 +131,13 @@ type Proxy struct {
 
 // New makes a proxy; Serve serves it on listeners.
 func New(cfg Config) *Proxy {
-	p := &Proxy{cfg: cfg, tunnels: map[net.Conn]struct{}{}, log: cfg.Log}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = MaxConns
+	}
+	if cfg.MaxQuestions <= 0 {
+		cfg.MaxQuestions = MaxQuestions
+	}
+	p := &Proxy{cfg: cfg, tunnels: map[net.Conn]struct{}{}, log: cfg.Log, asking: make(chan struct{}, cfg.MaxQuestions)}
 	p.life, p.end = context.WithCancel(context.Background())
 	if p.log == nil {
 		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -138,9 +159,10 @@ func New(cfg Config) *Proxy {
 	return p
 }
 
-// Serve serves the proxy on l until the proxy is closed (nil) or l fails.
+// Serve serves the proxy on l until the proxy is closed (nil) or l fails; at most
+// Config.MaxConns of l's connections at once.
 func (p *Proxy) Serve(l net.Listener) error {
-	err := p.srv.Serve(l)
+	err := p.srv.Serve(netutil.LimitListener(l, p.cfg.MaxConns))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -345,6 +367,12 @@ func (p *Proxy) question(t Target) Answer {
 		if sd.Verdict == Allow {
 			return Answer{Run: true, Outcome: "session"}, nil
 		}
+		select {
+		case p.asking <- struct{}{}:
+			defer func() { <-p.asking }()
+		default:
+			return Answer{Code: "busy", Outcome: "busy"}, nil
+		}
 		// The question outlives the connection that raised it, for the others that wait on
 		// it, and ends with the proxy.
 		a := p.cfg.Ask(p.life, t)
@@ -498,43 +526,63 @@ type buffers struct{}
 func (buffers) Get() []byte  { return bufferPool.Get().(*[copyBuffer]byte)[:] }
 func (buffers) Put(b []byte) { bufferPool.Put((*[copyBuffer]byte)(b)) }
 
-// counted counts a dialled connection's bytes each way.
+// counted counts a dialled connection's bytes each way. A write is counted once it has
+// returned, which may be after the response it asked for was read: held tells when none
+// is under way (see settle).
 type counted struct {
 	net.Conn
-	sent, received *atomic.Int64
+	sent, received atomic.Int64
+	held           sync.Mutex // held while a write is under way
 }
 
-func (c counted) Read(b []byte) (int, error) {
+func (c *counted) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	c.received.Add(int64(n))
 	return n, err
 }
 
-func (c counted) Write(b []byte) (int, error) {
+func (c *counted) Write(b []byte) (int, error) {
+	c.held.Lock()
+	defer c.held.Unlock()
 	n, err := c.Conn.Write(b)
 	c.sent.Add(int64(n))
 	return n, err
 }
 
+// settle closes the connection and waits for a write under way to return: the counts are
+// final then.
+func (c *counted) settle() {
+	c.Conn.Close()
+	c.held.Lock()
+	c.held.Unlock()
+}
+
 // forward serves an allowed plain-HTTP request: one new connection to the address chosen,
 // the response copied back.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t Target, j judged, start time.Time) {
-	var sent, received atomic.Int64
-	var dialErr error
+	// The one connection the request is sent on (no keep-alive, a transport of its own),
+	// dialled on the transport's goroutine.
+	var (
+		mu      sync.Mutex
+		up      *counted // guarded by mu
+		dialErr error    // guarded by mu
+	)
 	tr := &http.Transport{
 		Proxy:             nil,
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			c, err := p.dial(ctx, &j, t.Port)
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
 				dialErr = err
 				return nil, err
 			}
-			return counted{Conn: c, sent: &sent, received: &received}, nil
+			up = &counted{Conn: c}
+			return up, nil
 		},
 		ResponseHeaderTimeout: 5 * time.Minute,
 		ReadBufferSize:        copyBuffer,
-		WriteBufferSize:       copyBuffer,
 	}
 	defer tr.CloseIdleConnections()
 	failed := false
@@ -550,9 +598,11 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t Target, j judg
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			failed = true
 			code := "upstream_failed"
+			mu.Lock()
 			if dialErr != nil {
 				code = "dial_failed"
 			}
+			mu.Unlock()
 			p.refuse(w, j.rec, start, &Refused{http.StatusBadGateway, code, fmt.Sprintf("%s: %s", t, code)}, "host")
 		},
 	}
@@ -562,8 +612,14 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t Target, j judg
 	if failed {
 		return
 	}
+	mu.Lock()
+	c := up
+	mu.Unlock()
+	if c != nil {
+		c.settle()
+		j.rec.Sent, j.rec.Received = c.sent.Load(), c.received.Load()
+	}
 	j.rec.Verdict = "allowed"
-	j.rec.Sent, j.rec.Received = sent.Load(), received.Load()
 	j.rec.Duration = time.Since(start)
 	p.record(j.rec)
 }

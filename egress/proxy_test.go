@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -507,5 +508,108 @@ func TestProxyHalfOpenClosedAtEnd(t *testing.T) {
 	<-served
 	if b, _ := io.ReadAll(c); len(b) != 0 {
 		t.Fatalf("answered %q", b)
+	}
+}
+
+// law: egress_conns_bounded — however many connections a sandbox opens at once, the proxy
+// holds at most MaxConns of them: the target never sees more at once, and every one gets
+// through once others end.
+func TestProxyBoundsConnections(t *testing.T) {
+	t.Parallel()
+	const bound, clients = 4, 12
+	var mu sync.Mutex
+	now, most := 0, 0
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			now++
+			most = max(most, now)
+			mu.Unlock()
+			go func() {
+				io.Copy(c, c)
+				c.Close()
+				mu.Lock()
+				now--
+				mu.Unlock()
+			}()
+		}
+	}()
+	x := startProxy(t, Config{Allow: mustRules(t, echo.Addr().String()), MaxConns: bound})
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() {
+			c, err := net.Dial("tcp", x.addr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			auth := base64.StdEncoding.EncodeToString([]byte(User + ":s3cret"))
+			fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %[1]s\r\nProxy-Authorization: Basic %s\r\n\r\n", echo.Addr(), auth)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil || resp.StatusCode != 200 {
+				t.Errorf("client %d: %v %v", i, resp, err)
+				return
+			}
+			fmt.Fprintf(c, "ping %d\n", i)
+			if line, err := br.ReadString('\n'); err != nil || line != fmt.Sprintf("ping %d\n", i) {
+				t.Errorf("client %d: %q %v", i, line, err)
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if most > bound {
+		t.Errorf("the target saw %d connections at once through a proxy bound to %d", most, bound)
+	}
+}
+
+// law: egress_questions_bounded — a sandbox that asks for many new targets at once puts at
+// most MaxQuestions to the person; the rest are refused as busy at once, not queued.
+func TestProxyBoundsQuestions(t *testing.T) {
+	t.Parallel()
+	const bound, targets = 3, 10
+	release := make(chan struct{})
+	asked := make(chan string, targets)
+	x := startProxy(t, Config{MaxQuestions: bound, Ask: func(_ context.Context, tg Target) Answer {
+		asked <- tg.String()
+		<-release
+		return Answer{Code: "denied", Outcome: "denied"}
+	}})
+	c := x.client(nil)
+	codes := make(chan string, targets)
+	for i := range targets {
+		go func() {
+			_, _, refusal := get(t, c, fmt.Sprintf("http://host%d.test/", i))
+			codes <- refusal
+		}()
+	}
+	busy := 0
+	for range targets - bound {
+		if code := <-codes; code == "busy" {
+			busy++
+		} else {
+			t.Errorf("a question past the bound: %q, want busy", code)
+		}
+	}
+	close(release)
+	for range bound {
+		if code := <-codes; code != "denied" {
+			t.Errorf("a question within the bound: %q, want denied", code)
+		}
+	}
+	if n := len(asked); n != bound || busy != targets-bound {
+		t.Errorf("asked %d, busy %d; want %d and %d", n, busy, bound, targets-bound)
 	}
 }
