@@ -90,6 +90,10 @@ type SSHHost struct {
 	Host        string `mapstructure:"host" json:"host"`               // an ssh_config alias or [user@]host[:port]
 	KernelCache string `mapstructure:"kernelCache" json:"kernelCache"` // where kernels are kept on the box
 	Sync        bool   `mapstructure:"sync" json:"sync"`               // copy the workspace up and hand it back
+	// OrphanAfter is how long a kernel that listens on the box (a daemon's session's) lives
+	// on with no host attached, e.g. 24h; "0": for ever. Past it the kernel ends with its
+	// programs: a daemon that never comes back leaves nothing running on the box.
+	OrphanAfter string `mapstructure:"orphanAfter" json:"orphanAfter"`
 }
 
 // Shell configures the bash tool.

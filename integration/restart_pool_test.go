@@ -293,8 +293,10 @@ func TestDaemonRestartSynced(t *testing.T) {
 		t.Fatalf("the session does not say where its workspace went: %q", s.Warnings)
 	}
 	before := func(id string) string {
-		r, err := c.Bash(ctx, id, api.BashRequest{Script: "echo $PPID"})
-		if err != nil || len(r.Steps) != 1 {
+		// The step's shell is the kernel's child ($PPID of a step of the grammar would be
+		// expanded on the host, where it is unset).
+		r, err := c.Bash(ctx, id, api.BashRequest{Script: "sh -c 'echo $PPID'"})
+		if err != nil || len(r.Steps) != 1 || strings.TrimSpace(r.Steps[0].Stdout.Text) == "" {
 			t.Fatalf("%v %+v", err, r)
 		}
 		return r.Steps[0].Stdout.Text

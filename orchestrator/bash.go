@@ -105,7 +105,7 @@ func (s *Session) newRunner(call Call) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{s: s, call: call, sc: sc, sh: script.NewState(call.Script, s.cwd, s.cfg.Env),
+	r := &runner{s: s, call: call, sc: sc, sh: script.NewState(call.Script, s.cwd, s.stepEnv()),
 		index: make(map[*syntax.Stmt]int, len(sc.Steps)), res: &Result{Grammar: string(sc.Grammar)}}
 	for i, st := range sc.Steps {
 		r.index[st] = i

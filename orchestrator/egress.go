@@ -52,7 +52,8 @@ func (e *Egress) Sandboxed() bool { return !e.Loopback && e.Listen == nil }
 type egressState struct {
 	proxy *egress.Proxy
 	token string
-	url   string // what the sandbox's variables say
+	url   string   // what the sandbox's variables say
+	env   []string // the variables, for each step's environment (stepEnv)
 
 	mu      sync.Mutex
 	parent  string                  // guarded by mu: the private directory the session's bound directories are made in
@@ -97,8 +98,19 @@ func (s *Session) openEgress(ctx context.Context) error {
 		addr = l.Addr().String()
 	}
 	st.url = egress.URL(addr, st.token)
-	s.cfg.Env = mergeEnv(s.cfg.Env, egress.Env(st.url))
+	st.env = egress.Env(st.url)
 	return nil
+}
+
+// stepEnv is the environment a step runs with: the session's, and the proxy's variables.
+// The variables go with each exec, never into the kernel's own environment: a kernel's
+// command line on an ssh box is visible to the box's other users, and the URL may carry the
+// session's token.
+func (s *Session) stepEnv() []string {
+	if s.egress == nil {
+		return s.cfg.Env
+	}
+	return mergeEnv(s.cfg.Env, s.egress.env)
 }
 
 func (st *egressState) serve(dir string, l net.Listener) {

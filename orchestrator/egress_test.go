@@ -12,10 +12,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/paddockhq/paddock/egress"
+	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/internal/peer"
+	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/local"
 )
 
 type hostNames map[string]netip.Addr
@@ -60,7 +66,7 @@ func auditLines(t *testing.T, file string) []auditRecord {
 // session), each connection is one audit record with effect net.
 func TestEgressSteps(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("no curl")
+		peer.Missing(t, "no curl: %v", err)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hi from "+r.Host) }))
 	defer srv.Close()
@@ -163,4 +169,50 @@ func TestEgressGatewayRefuses(t *testing.T) {
 	if a.Run || a.Code != "gateway_refused" {
 		t.Fatalf("%+v", a)
 	}
+}
+
+// The proxy's variables reach every step and never the kernel's own environment: on an ssh
+// box a kernel's command line, which carries its environment, is visible to other users,
+// and the URL may carry the session's token.
+func TestEgressVariablesOnlyInSteps(t *testing.T) {
+	k, err := images.Default.Find(context.Background(), runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &specRecorder{Transport: &local.Transport{}}
+	s, err := Open(context.Background(), Config{Workspace: t.TempDir(), Transport: rec, Kernel: k,
+		Env: []string{"PATH=/usr/bin:/bin"}, Egress: &Egress{Loopback: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, kv := range rec.spec().Env {
+		if strings.Contains(strings.ToLower(kv), "proxy=") {
+			t.Errorf("the kernel's own environment holds %q", kv)
+		}
+	}
+	r, err := s.Bash(context.Background(), "printenv HTTPS_PROXY")
+	if err != nil || r.Steps[0].Stdout.Text != s.EgressURL()+"\n" {
+		t.Errorf("a step's HTTPS_PROXY: %+v %v, want %s", r, err, s.EgressURL())
+	}
+}
+
+// specRecorder keeps the spec of the kernel it starts.
+type specRecorder struct {
+	transport.Transport
+	mu   sync.Mutex
+	last transport.Spec
+}
+
+func (r *specRecorder) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	r.mu.Lock()
+	r.last = spec
+	r.mu.Unlock()
+	return r.Transport.Start(ctx, spec)
+}
+
+func (r *specRecorder) spec() transport.Spec {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
 }

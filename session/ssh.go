@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/environ"
@@ -19,6 +21,10 @@ import (
 func init() { Register(sshProvider{}) }
 
 type sshProvider struct{}
+
+// DefaultOrphanAfter is how long a kernel listening on a box lives on with no host attached,
+// when kernelTransport.ssh.orphanAfter does not say.
+const DefaultOrphanAfter = 24 * time.Hour
 
 func (sshProvider) Kind() string       { return "ssh" }
 func (sshProvider) Options() []string  { return []string{"kernel-cache", "sync", "egress-via-host"} }
@@ -39,7 +45,15 @@ func (sshProvider) Open(ctx context.Context, r *Request) (*Opened, error) {
 	if host == "" {
 		return nil, &OptionError{Msg: "--transport ssh needs the box: --host HOST or kernelTransport.ssh.host in the global settings"}
 	}
-	t := &ssh.Transport{Host: host, KernelCache: kt.SSH.KernelCache, Stderr: r.Stderr}
+	orphan := DefaultOrphanAfter
+	if a := kt.SSH.OrphanAfter; a != "" {
+		d, err := config.ParseDuration(a)
+		if err != nil || d < 0 {
+			return nil, &OptionError{Msg: fmt.Sprintf("kernelTransport.ssh.orphanAfter: %q is not a duration (24h, 0 for ever)", a)}
+		}
+		orphan = d
+	}
+	t := &ssh.Transport{Host: host, KernelCache: kt.SSH.KernelCache, Stderr: r.Stderr, OrphanAfter: orphan}
 	box, err := t.Box(ctx)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,10 @@ type Options struct {
 	ShutdownGrace time.Duration // at exit, the wait between TERM and KILL; default 500ms
 	TempDir       string        // where the host socket's directory is made; default $TMPDIR, else /tmp
 	Log           *slog.Logger  // diagnostics; default text on standard error
+	// OrphanAfter, for a listening kernel (Listen), ends it as a shutdown does once no host
+	// has been attached for this long: a kernel whose host never comes back (a daemon gone
+	// for good) does not run, nor leave its programs running, forever. 0: never.
+	OrphanAfter time.Duration
 }
 
 func (o *Options) fill() {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -42,6 +43,13 @@ func Listen(ctx context.Context, l *net.UnixListener, key string, opts Options) 
 	j := newJournal()
 	s := newServer(opts, &output{j: j})
 	slots := make(chan struct{}, maxAttaching)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	orphan := newOrphanage(opts.OrphanAfter, func() {
+		s.log.Warn("no host attached for the orphan bound: ending", "after", opts.OrphanAfter)
+		cancel()
+	})
+	defer orphan.stop()
 	return run(ctx, s, func() {
 		for {
 			c, err := l.AcceptUnix()
@@ -65,9 +73,11 @@ func Listen(ctx context.Context, l *net.UnixListener, key string, opts Options) 
 				if s.relay != nil {
 					s.relay.abandon("the host reconnected; ask again")
 				}
+				orphan.attached()
 				j.attach(c)
 				s.serveLines(lines)
 				j.detach(c)
+				orphan.detached()
 			}()
 		}
 	}, func() bool {
@@ -75,6 +85,48 @@ func Listen(ctx context.Context, l *net.UnixListener, key string, opts Options) 
 		j.close()
 		return false
 	})
+}
+
+// orphanage ends a listening kernel once no host has been attached for its bound: from the
+// start until the first host attaches, and from each host's leaving until another comes.
+type orphanage struct {
+	after time.Duration
+	t     *time.Timer // nil when there is no bound
+
+	mu    sync.Mutex
+	hosts int // guarded by mu: hosts attached now (a new one may come before the old one has gone)
+}
+
+func newOrphanage(after time.Duration, end func()) *orphanage {
+	o := &orphanage{after: after}
+	if after > 0 {
+		o.t = time.AfterFunc(after, end)
+	}
+	return o
+}
+
+func (o *orphanage) attached() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.hosts++
+	if o.t != nil {
+		o.t.Stop()
+	}
+}
+
+func (o *orphanage) detached() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.hosts--
+	if o.t != nil && o.hosts == 0 {
+		o.t.Reset(o.after)
+	}
+}
+
+func (o *orphanage) stop() {
+	if o.t != nil {
+		o.t.Stop()
+	}
 }
 
 // attach reads a connection's attach line and checks its key.

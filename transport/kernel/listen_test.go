@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +25,7 @@ type listening struct {
 	done chan struct{}
 }
 
-func startListening(t *testing.T, key string) *listening {
+func startListening(t *testing.T, key string, flags ...string) *listening {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "pk-")
 	if err != nil {
@@ -35,7 +37,7 @@ func startListening(t *testing.T, key string) *listening {
 		t.Fatal(err)
 	}
 	l := &listening{sock: filepath.Join(dir, "kernel.sock"), done: make(chan struct{})}
-	l.cmd = exec.Command(kernelBin, "-listen", l.sock, "-key-file", keyFile, "-tmpdir", dir)
+	l.cmd = exec.Command(kernelBin, append([]string{"-listen", l.sock, "-key-file", keyFile, "-tmpdir", dir}, flags...)...)
 	l.cmd.Stderr = os.Stderr
 	if err := l.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -250,5 +252,45 @@ func TestListenOutlivesItsHost(t *testing.T) {
 	}
 	if _, err := os.Stat(l.sock); !os.IsNotExist(err) {
 		t.Errorf("the socket is left: %v", err)
+	}
+}
+
+// A listening kernel with an orphan bound lives on while a host is attached, however long,
+// and once none has been for the bound it ends as a shutdown does: its programs with it.
+func TestListenOrphanEnds(t *testing.T) {
+	const key = "0123456789abcdef"
+	l := startListening(t, key, "-orphan-after", "200ms")
+	a := l.connect(t, key)
+	gate := t.TempDir()
+	pidFile := filepath.Join(gate, "pid")
+	a.request("x1", wire.TypeExec, shell(fmt.Sprintf("echo $$ > %s; while :; do sleep 0.05; done", pidFile)))
+	var pid int
+	waitFor(t, 30*time.Second, "the job's pid", func() bool {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	// Attached: the bound does not run. A ping answered after several bounds have passed
+	// says the kernel is still there (each answer waits on the kernel, not on a clock).
+	deadline := time.Now().Add(time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		a.request(fmt.Sprint("p", i), wire.TypePing, struct{}{})
+		for {
+			f, ok := a.next()
+			if !ok {
+				t.Fatal("the kernel ended while its host was attached")
+			}
+			if f.Event == wire.EventReply && f.ID == fmt.Sprint("p", i) {
+				break
+			}
+		}
+	}
+	a.c.Close()
+	<-l.done // the kernel ends once alone for the bound
+	if err := syscall.Kill(pid, 0); err == nil {
+		waitFor(t, 10*time.Second, "the job's end", func() bool { return syscall.Kill(pid, 0) != nil })
 	}
 }

@@ -86,7 +86,11 @@ func (t *Transport) startListening(ctx context.Context, spec transport.Spec) (tr
 		Quote(dir), transport.ListenKey)), spec.Key); err != nil {
 		return fail(fmt.Errorf("listen: prepare %s: %w", dir, err))
 	}
-	args := append([]string{"-listen", sock, "-key-file", path.Join(dir, transport.ListenKey)}, spec.Args...)
+	args := []string{"-listen", sock, "-key-file", path.Join(dir, transport.ListenKey)}
+	if t.OrphanAfter > 0 {
+		args = append(args, "-orphan-after", t.OrphanAfter.String())
+	}
+	args = append(args, spec.Args...)
 	cmd := shell(fmt.Sprintf("echo $$ > %[1]s/pid && %[2]s </dev/null >>%[1]s/log 2>&1", Quote(dir), kernelCommand(spec.Cwd, spec.Env, l.kernel, args)))
 	if err := s.Start(cmd); err != nil {
 		return fail(fmt.Errorf("start the kernel: %w", err))

@@ -44,9 +44,14 @@ func TestKernelOutlivesItsHost(t *testing.T) {
 	}
 	pid := func(s *orchestrator.Session) string {
 		t.Helper()
-		r, err := s.Bash(ctx, "echo $PPID")
+		// The step's shell is the kernel's child. ($PPID of a step of the grammar would be
+		// expanded on the host, where it is unset.)
+		r, err := s.Bash(ctx, "sh -c 'echo $PPID'")
 		if err != nil || r.End.Status != 0 {
 			t.Fatalf("%v %+v", err, r)
+		}
+		if pid := strings.TrimSpace(r.Steps[0].Stdout.Text); pid == "" || pid == "1" {
+			t.Fatalf("the kernel's pid: %q", pid)
 		}
 		return r.Steps[0].Stdout.Text
 	}
@@ -81,5 +86,53 @@ func TestKernelOutlivesItsHost(t *testing.T) {
 	sum := sha256.Sum256([]byte(cfg.Listen)) // the box's directory is named for the host's
 	if _, err := os.Stat(filepath.Join(box.Home, ".cache", "paddock", "listen", hex.EncodeToString(sum[:12]))); !os.IsNotExist(err) {
 		t.Errorf("the kernel's directory is left on the box: %v", err)
+	}
+}
+
+// A kernel listening on a box with an orphan bound ends once its host has been gone for it:
+// a daemon that never comes back leaves nothing running there. A new host then finds it
+// gone. (The box is this machine: the kernel's process is watched directly, so that no
+// reattach resets its bound.)
+func TestKernelOrphanedOnTheBox(t *testing.T) {
+	b := newBox(t)
+	ws := t.TempDir()
+	m, err := pathmap.New(pathmap.Mount{Sandbox: ws, Host: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.tr.OrphanAfter = 300 * time.Millisecond
+	cfg := orchestrator.Config{Workspace: ws, Transport: b.tr, PathMap: m, Kernel: kernelPath(t),
+		Env:    []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws, "LC_ALL=C"},
+		Listen: filepath.Join(t.TempDir(), "kernel"), Key: strings.Repeat("k", 32)}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := orchestrator.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := s.Listening()
+	r, err := s.Bash(ctx, "sleep 1; sh -c 'echo $PPID'")
+	if err != nil || r.End.Status != 0 {
+		t.Fatalf("attached past the bound: %v %+v", err, r)
+	}
+	kpid := strings.TrimSpace(r.Steps[1].Stdout.Text)
+	if _, err := os.Stat("/proc/" + kpid); err != nil {
+		t.Fatalf("the kernel's pid %q: %v", kpid, err)
+	}
+	b.pool.Close() // the host goes, and does not come back
+	for {
+		if _, err := os.Stat("/proc/" + kpid); os.IsNotExist(err) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the orphaned kernel did not end")
+		}
+		time.Sleep(20 * time.Millisecond) // polling a process's end: there is no event to wait on
+	}
+	pool := &ssh.Pool{Dialer: b.srv.Dialer(), Idle: -1}
+	defer pool.Close()
+	tr := ssh.Transport{Host: b.tr.Host, Pool: pool, KernelCache: b.tr.KernelCache, Kernels: b.tr.Kernels}
+	if _, err := tr.Reattach(ctx, at); !errors.Is(err, transport.ErrGone) {
+		t.Errorf("a reattach once the kernel ended: %v", err)
 	}
 }

@@ -48,6 +48,9 @@ type Transport struct {
 	Kernels func(ctx context.Context, arch string) (string, error)
 	// Stderr receives the kernel's diagnostics; nil discards them.
 	Stderr io.Writer
+	// OrphanAfter, when set, ends a kernel that listens on the box (Spec.Listen) once no host
+	// has been attached to it for this long (the kernel's -orphan-after).
+	OrphanAfter time.Duration
 
 	once sync.Once
 	own  *Pool
