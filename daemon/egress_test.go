@@ -212,11 +212,20 @@ func TestNamedShells(t *testing.T) {
 	if r := bash("", "pwd"); stdout(r.Result) != ws+"\n" || r.Cwd != "" {
 		t.Errorf("no shell: %q, cwd %q", stdout(r.Result), r.Cwd)
 	}
-	for i := range 64 - 2 {
+	// Past the bound, the shell used least recently is forgotten: a's next call starts
+	// afresh; b, used since, is kept.
+	bash("b", "cd sub")
+	for i := range 64 - 1 { // a, b and 62 of these fill the bound; the last passes it
 		bash(fmt.Sprint("many-", i), "true")
 	}
-	_, err = d.c.Bash(ctx, s.ID, api.BashRequest{Script: "true", Shell: "one-too-many"})
-	if _, code := errdefs.Of(err); code != "too_many_shells" {
-		t.Errorf("a shell past the bound: %v", err)
+	if got := stdout(bash("b", "pwd").Result); got != filepath.Join(ws, "sub")+"\n" {
+		t.Errorf("shell b, used more recently: %q", got)
+	}
+	if got := stdout(bash("a", "pwd").Result); got != ws+"\n" {
+		t.Errorf("shell a after the bound was passed: %q, want it started afresh", got)
+	}
+	_, err = d.c.Bash(ctx, s.ID, api.BashRequest{Script: "true", Shell: strings.Repeat("n", 129)})
+	if c, _ := errdefs.Of(err); c != errdefs.InvalidArgument {
+		t.Errorf("a name past the bound: %v", err)
 	}
 }

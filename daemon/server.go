@@ -127,13 +127,13 @@ type entry struct {
 	scripted map[string]*entry // guarded by mu
 
 	mu        sync.Mutex
-	info      api.Session                    // guarded by mu
-	states    map[string]storedJob           // guarded by mu: where each detached job is
-	past      map[string]api.Job             // guarded by mu: jobs that ended before this daemon took the session up
-	gone      bool                           // guarded by mu: its state directory is removed (see life.go)
-	children  []string                       // guarded by mu
-	artifacts map[string]string              // guarded by mu: job id -> artifact file
-	shells    map[string]*orchestrator.Shell // guarded by mu: the named shells calls continue (BashRequest.Shell)
+	info      api.Session            // guarded by mu
+	states    map[string]storedJob   // guarded by mu: where each detached job is
+	past      map[string]api.Job     // guarded by mu: jobs that ended before this daemon took the session up
+	gone      bool                   // guarded by mu: its state directory is removed (see life.go)
+	children  []string               // guarded by mu
+	artifacts map[string]string      // guarded by mu: job id -> artifact file
+	shells    map[string]*namedShell // guarded by mu: the named shells calls continue (BashRequest.Shell)
 }
 
 // New makes a server and lists again the sessions its state directory records: the ones
@@ -703,25 +703,46 @@ func (s *Server) bash(ctx context.Context, e *entry, req api.BashRequest) (_ *or
 	return res, art, "", nil
 }
 
-// maxShells bounds the named shells a session keeps.
-const maxShells = 64
+// Bounds of a session's named shells: how many it keeps (past it the one used least
+// recently is forgotten: its next call starts afresh) and a name's length.
+const (
+	maxShells    = 64
+	maxShellName = 128
+)
+
+// namedShell is a shell and when it was last used.
+type namedShell struct {
+	sh   *orchestrator.Shell
+	used int64 // the session's call count at its last use
+}
 
 // shell is the session's shell of that name, made at its first call.
 func (e *entry) shell(name string) (*orchestrator.Shell, error) {
+	if len(name) > maxShellName {
+		return nil, &badRequest{msg: fmt.Sprintf("shell: a name of more than %d bytes", maxShellName)}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if sh := e.shells[name]; sh != nil {
-		return sh, nil
-	}
-	if len(e.shells) >= maxShells {
-		return nil, errdefs.New(errdefs.Refused, "too_many_shells", fmt.Sprintf("the session keeps %d named shells, no more", maxShells))
+	now := e.calls.Load()
+	if ns := e.shells[name]; ns != nil {
+		ns.used = now
+		return ns.sh, nil
 	}
 	if e.shells == nil {
-		e.shells = map[string]*orchestrator.Shell{}
+		e.shells = map[string]*namedShell{}
 	}
-	sh := &orchestrator.Shell{}
-	e.shells[name] = sh
-	return sh, nil
+	if len(e.shells) >= maxShells {
+		oldest := ""
+		for n, ns := range e.shells {
+			if oldest == "" || ns.used < e.shells[oldest].used {
+				oldest = n
+			}
+		}
+		delete(e.shells, oldest)
+	}
+	ns := &namedShell{sh: &orchestrator.Shell{}, used: now}
+	e.shells[name] = ns
+	return ns.sh, nil
 }
 
 // dropped reports whether any step's output was cut.

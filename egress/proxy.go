@@ -18,7 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/netutil"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -33,10 +32,6 @@ const (
 	HeaderTimeout = 30 * time.Second
 	// DialTimeout bounds resolving and dialling an allowed target.
 	DialTimeout = 30 * time.Second
-	// MaxConns is Config.MaxConns's default.
-	MaxConns = 1024
-	// MaxQuestions is Config.MaxQuestions's default.
-	MaxQuestions = 32
 )
 
 // Answer is how a person's answer to a connection came back on the approval route.
@@ -73,13 +68,13 @@ type Config struct {
 	Record func(Record)
 	// Log receives diagnostics; nil discards them.
 	Log *slog.Logger
-	// MaxConns bounds the connections each listener's holds at once: past it the next is
-	// accepted only when one ends (the sandbox waits, as on a full backlog), so that no
-	// sandbox runs its host out of descriptors. 0: MaxConns.
-	MaxConns int
-	// MaxQuestions bounds the targets asked about at once: a connection to one more is
-	// refused (busy) rather than adding to what a person is shown. 0: MaxQuestions.
-	MaxQuestions int
+	// Limits bound what the proxy holds at once, with the other proxies that share them
+	// (a session tree's); nil: bounds of its own, NewLimits's defaults.
+	Limits *Limits
+	// Own are the host's own addresses (its interfaces'): reached only when an allow entry
+	// names them by address, as a private address is, whatever range they are in. nil: the
+	// interfaces' addresses when the proxy is made.
+	Own []netip.Addr
 }
 
 // Record is what became of one connection, for the audit, the metrics and the event stream.
@@ -118,26 +113,25 @@ type Proxy struct {
 	life context.Context    // ends at Close: the questions' lifetime
 	end  context.CancelFunc
 
-	asking chan struct{} // a slot per question under way (MaxQuestions)
-
 	mu      sync.Mutex
 	session []Rule                // guarded by mu: targets answered "always for this session"
-	tunnels map[net.Conn]struct{} // guarded by mu: the hijacked connections of open tunnels
+	conns   map[net.Conn]struct{} // guarded by mu: open tunnels' connections and forwards' upstream ones
 	closed  bool                  // guarded by mu
-	wg      sync.WaitGroup        // the tunnels' goroutines
+	wg      sync.WaitGroup        // the requests being served (enter)
+	seen    sync.Map              // net.Conn -> struct{}: connections that brought a request (audit)
 
 	open atomic.Int64
 }
 
 // New makes a proxy; Serve serves it on listeners.
 func New(cfg Config) *Proxy {
-	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = MaxConns
+	if cfg.Limits == nil {
+		cfg.Limits = NewLimits(0, 0, 0)
 	}
-	if cfg.MaxQuestions <= 0 {
-		cfg.MaxQuestions = MaxQuestions
+	if cfg.Own == nil {
+		cfg.Own = ownAddrs()
 	}
-	p := &Proxy{cfg: cfg, tunnels: map[net.Conn]struct{}{}, log: cfg.Log, asking: make(chan struct{}, cfg.MaxQuestions)}
+	p := &Proxy{cfg: cfg, conns: map[net.Conn]struct{}{}, log: cfg.Log}
 	p.life, p.end = context.WithCancel(context.Background())
 	if p.log == nil {
 		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -155,14 +149,45 @@ func New(cfg Config) *Proxy {
 		ReadHeaderTimeout: HeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
+		ConnState:         p.connState,
 	}
 	return p
 }
 
-// Serve serves the proxy on l until the proxy is closed (nil) or l fails; at most
-// Config.MaxConns of l's connections at once.
+// connKey is where a request's context holds its connection.
+type connKey struct{}
+
+// connState records a connection that closed without a request the proxy judged (one the
+// HTTP server refused itself: a head too large, not HTTP at all, or none sent): every
+// connection is a record.
+func (p *Proxy) connState(c net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateClosed:
+		if _, ok := p.seen.LoadAndDelete(c); !ok {
+			p.record(Record{Time: time.Now().UTC(), Verdict: "refused", DecidedBy: "proxy", Code: "bad_request"})
+		}
+	case http.StateHijacked:
+		p.seen.Delete(c)
+	}
+}
+
+// ownAddrs are the addresses of the host's interfaces.
+func ownAddrs() []netip.Addr {
+	addrs, _ := net.InterfaceAddrs()
+	var out []netip.Addr
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr().Unmap())
+		}
+	}
+	return out
+}
+
+// Serve serves the proxy on l until the proxy is closed (nil) or l fails; the connections
+// it holds at once are bounded by Config.Limits.
 func (p *Proxy) Serve(l net.Listener) error {
-	err := p.srv.Serve(netutil.LimitListener(l, p.cfg.MaxConns))
+	err := p.srv.Serve(p.cfg.Limits.listener(l))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -174,13 +199,25 @@ func (p *Proxy) Close() error {
 	p.end()
 	p.mu.Lock()
 	p.closed = true
-	for c := range p.tunnels {
+	for c := range p.conns {
 		c.Close()
 	}
 	p.mu.Unlock()
 	err := p.srv.Close()
 	p.wg.Wait()
 	return err
+}
+
+// enter counts a request being served, for Close to wait for; false once the proxy is
+// closing.
+func (p *Proxy) enter() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.wg.Add(1)
+	return true
 }
 
 // Open is how many connections are open through the proxy now.
@@ -221,19 +258,37 @@ type judged struct {
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := Record{Time: start.UTC(), Method: r.Method}
+	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+		p.seen.Store(c, struct{}{})
+	}
+	rec := Record{Time: start.UTC(), Method: clip(r.Method, maxMethod)}
+	if !p.enter() {
+		p.refuse(w, rec, start, &Refused{http.StatusServiceUnavailable, "closing", "the session's proxy is closing"}, "proxy")
+		return
+	}
+	defer p.wg.Done()
+	if !methods[r.Method] {
+		p.refuse(w, rec, start, &Refused{http.StatusMethodNotAllowed, "bad_method", "not an HTTP method this proxy carries"}, "proxy")
+		return
+	}
 	if !p.authorized(r) {
 		w.Header().Set("Proxy-Authenticate", `Basic realm="paddock"`)
 		p.refuse(w, rec, start, &Refused{http.StatusProxyAuthRequired, "proxy_auth", "this proxy serves its own sandbox only"}, "proxy")
 		return
 	}
-	rec.Target = r.Host
+	rec.Target = clip(r.Host, maxTarget)
 	if r.Method != http.MethodConnect {
-		rec.Target = r.URL.Host
+		rec.Target = clip(r.URL.Host, maxTarget)
 	}
 	t, no := RequestTarget(r)
 	if no != nil {
 		p.refuse(w, rec, start, no, "proxy")
+		return
+	}
+	if r.Method != http.MethodConnect && r.Header.Get("Upgrade") != "" {
+		// An upgraded plain-HTTP connection would be a tunnel no CONNECT opened; wss:// and
+		// https:// go through CONNECT.
+		p.refuse(w, rec, start, &Refused{http.StatusBadRequest, "upgrade_refused", "a plain-HTTP request cannot upgrade its connection; use CONNECT (an https:// or wss:// URL)"}, "proxy")
 		return
 	}
 	rec.Target, rec.Host, rec.Port = t.String(), t.Host, t.Port
@@ -250,6 +305,28 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.forward(w, r, t, j, start)
+}
+
+// methods are the methods the proxy carries: HTTP's and WebDAV's (git and package
+// registries use no others). Any other is refused unrecorded beyond its first bytes.
+var methods = map[string]bool{
+	"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "OPTIONS": true, "TRACE": true,
+	"CONNECT": true, "PROPFIND": true, "PROPPATCH": true, "MKCOL": true, "COPY": true, "MOVE": true, "LOCK": true,
+	"UNLOCK": true, "REPORT": true, "SEARCH": true,
+}
+
+// Bounds of what a record keeps of a request's own words.
+const (
+	maxMethod = 16
+	maxTarget = 300
+)
+
+// clip is s cut to n bytes, marked when cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // RequestTarget is where a proxy request asks to go: a CONNECT's authority (a port
@@ -335,7 +412,7 @@ func (p *Proxy) judge(ctx context.Context, t Target, rec Record) judged {
 	var ok []netip.Addr
 	var why Refusal
 	for _, a := range addrs {
-		if r := Dialable(p.cfg.Allow, p.cfg.Deny, a, t.Port); r != "" {
+		if r := DialableFrom(p.cfg.Allow, p.cfg.Deny, p.cfg.Own, a, t.Port); r != "" {
 			if why == "" {
 				why, rec.Addr = r, a.Unmap().String()
 			}
@@ -345,9 +422,11 @@ func (p *Proxy) judge(ctx context.Context, t Target, rec Record) judged {
 	}
 	if len(ok) == 0 {
 		rec.DecidedBy = "address"
-		msg := fmt.Sprintf("%s resolves to %s, which network.allow does not name by address", t, rec.Addr)
+		// The address itself stays in the audit record: the sandbox is not told what the
+		// host's resolver says of names inside its networks.
+		msg := fmt.Sprintf("%s resolves to a private, loopback, link-local, metadata or host address that network.allow does not name by address", t)
 		if why == Denied {
-			msg = fmt.Sprintf("%s resolves to %s, which network.deny holds", t, rec.Addr)
+			msg = fmt.Sprintf("%s resolves to an address network.deny holds", t)
 		}
 		return judged{rec: rec, no: &Refused{http.StatusForbidden, string(why), msg}}
 	}
@@ -367,12 +446,11 @@ func (p *Proxy) question(t Target) Answer {
 		if sd.Verdict == Allow {
 			return Answer{Run: true, Outcome: "session"}, nil
 		}
-		select {
-		case p.asking <- struct{}{}:
-			defer func() { <-p.asking }()
-		default:
+		release, ok := p.cfg.Limits.ask()
+		if !ok {
 			return Answer{Code: "busy", Outcome: "busy"}, nil
 		}
+		defer release()
 		// The question outlives the connection that raised it, for the others that wait on
 		// it, and ends with the proxy.
 		a := p.cfg.Ask(p.life, t)
@@ -425,20 +503,25 @@ func (p *Proxy) record(rec Record) {
 	}
 }
 
-// track adds an open tunnel's connection; false when the proxy is closing.
-func (p *Proxy) track(c net.Conn) bool {
+// track adds connections Close must close (a tunnel's two, a forward's upstream one);
+// false, tracking none, when the proxy is closing.
+func (p *Proxy) track(cs ...net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return false
 	}
-	p.tunnels[c] = struct{}{}
+	for _, c := range cs {
+		p.conns[c] = struct{}{}
+	}
 	return true
 }
 
-func (p *Proxy) untrack(c net.Conn) {
+func (p *Proxy) untrack(cs ...net.Conn) {
 	p.mu.Lock()
-	delete(p.tunnels, c)
+	for _, c := range cs {
+		delete(p.conns, c)
+	}
 	p.mu.Unlock()
 }
 
@@ -462,24 +545,20 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request, t Target, j judge
 		out.Close()
 		return
 	}
-	if !p.track(in) {
+	if !p.track(in, out) {
 		in.Close()
 		out.Close()
 		return
 	}
-	p.track(out)
 	p.open.Add(1)
-	p.wg.Add(1)
 	defer func() {
-		p.untrack(in)
-		p.untrack(out)
+		p.untrack(in, out)
 		in.Close()
 		out.Close()
 		p.open.Add(-1)
 		j.rec.Verdict = "allowed"
 		j.rec.Duration = time.Since(start)
 		p.record(j.rec)
-		p.wg.Done()
 	}()
 	if _, err := io.WriteString(in, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
 		return
@@ -514,9 +593,9 @@ func closeWrite(c net.Conn) {
 }
 
 // copyBuffer is the size of the buffers a plain-HTTP response is copied through: a copy
-// costs two system calls a buffer, and ReverseProxy's own 32 KiB made them the
-// download's cost.
-const copyBuffer = 256 << 10
+// costs two system calls a buffer, and ReverseProxy's own 32 KiB made them the download's
+// cost; larger ones held too much of the host per request (Limits bounds their number).
+const copyBuffer = 64 << 10
 
 var bufferPool = sync.Pool{New: func() any { return new([copyBuffer]byte) }}
 
@@ -560,24 +639,31 @@ func (c *counted) settle() {
 // forward serves an allowed plain-HTTP request: one new connection to the address chosen,
 // the response copied back.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t Target, j judged, start time.Time) {
+	release, err := p.cfg.Limits.forward(r.Context())
+	if err != nil {
+		return // the client left while waiting
+	}
+	defer release()
 	// The one connection the request is sent on (no keep-alive, a transport of its own),
-	// dialled on the transport's goroutine.
+	// dialled on the transport's goroutine; Close closes it.
 	var (
-		mu      sync.Mutex
-		up      *counted // guarded by mu
-		dialErr error    // guarded by mu
+		mu sync.Mutex
+		up *counted // guarded by mu
 	)
 	tr := &http.Transport{
 		Proxy:             nil,
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			c, err := p.dial(ctx, &j, t.Port)
-			mu.Lock()
-			defer mu.Unlock()
+			if err == nil && !p.track(c) {
+				c.Close()
+				err = net.ErrClosed
+			}
 			if err != nil {
-				dialErr = err
 				return nil, err
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			up = &counted{Conn: c}
 			return up, nil
 		},
@@ -597,26 +683,33 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t Target, j judg
 		ErrorLog:   slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			failed = true
-			code := "upstream_failed"
 			mu.Lock()
-			if dialErr != nil {
-				code = "dial_failed"
-			}
+			dialled := up != nil
 			mu.Unlock()
-			p.refuse(w, j.rec, start, &Refused{http.StatusBadGateway, code, fmt.Sprintf("%s: %s", t, code)}, "host")
+			if !dialled {
+				p.refuse(w, j.rec, start, &Refused{http.StatusBadGateway, "dial_failed", fmt.Sprintf("%s did not answer", t)}, "host")
+				return
+			}
+			// The connection was made and the request (some of it) sent: it is recorded as
+			// allowed, with what it carried, whatever the target answered.
+			w.Header().Set("X-Paddock-Refusal", "upstream_failed")
+			w.WriteHeader(http.StatusBadGateway)
+			fmt.Fprintf(w, "paddock: upstream_failed: %s did not answer the request as HTTP\n", t)
+			j.rec.Code = "upstream_failed"
 		},
 	}
 	p.open.Add(1)
 	rp.ServeHTTP(w, r)
 	p.open.Add(-1)
-	if failed {
-		return
-	}
 	mu.Lock()
 	c := up
 	mu.Unlock()
+	if failed && c == nil {
+		return // refused, recorded
+	}
 	if c != nil {
 		c.settle()
+		p.untrack(c.Conn)
 		j.rec.Sent, j.rec.Received = c.sent.Load(), c.received.Load()
 	}
 	j.rec.Verdict = "allowed"

@@ -348,7 +348,7 @@ const auth = "Proxy-Authorization: Basic cGFkZG9jazpzM2NyZXQ=\r\n" // paddock:s3
 
 func TestProxyBadInput(t *testing.T) {
 	x := startProxy(t, Config{Allow: mustRules(t, "127.0.0.1")})
-	for _, tc := range []struct{ name, req, want string }{
+	cases := []struct{ name, req, want string }{
 		{"garbage", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n", "400"},
 		{"no token", "CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n", "407"},
 		{"wrong token", "CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\nProxy-Authorization: Basic cGFkZG9jazp4\r\n\r\n", "407"},
@@ -360,10 +360,20 @@ func TestProxyBadInput(t *testing.T) {
 		{"zone", "CONNECT [fe80::1%25lo]:80 HTTP/1.1\r\nHost: [fe80::1%25lo]:80\r\n" + auth + "\r\n", "400"},
 		{"huge header", "CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\nX-Big: " + strings.Repeat("a", 10<<20) + "\r\n\r\n", "431"},
 		{"half a head", "CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 1", "400"}, // then the end of its input
-	} {
+		{"long method", strings.Repeat("G", 60<<10) + " http://127.0.0.1/ HTTP/1.1\r\nHost: 127.0.0.1\r\n" + auth + "\r\n", "bad_method"},
+		{"upgrade", "GET http://127.0.0.1:1/ HTTP/1.1\r\nHost: 127.0.0.1:1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" + auth + "\r\n", "upgrade_refused"},
+		{"nothing", "", ""},
+	}
+	for _, tc := range cases {
 		got := raw(t, x.addr, tc.req)
 		if !strings.Contains(got, tc.want) {
 			t.Errorf("%s: got %.200q, want %s", tc.name, got, tc.want)
+		}
+	}
+	// law: every_verdict_recorded — each of them is a record, refused, what it sent clipped.
+	for _, r := range x.wait(len(cases)) {
+		if r.Verdict != "refused" || len(r.Method) > 20 || len(r.Target) > 310 {
+			t.Errorf("record %.300v", r)
 		}
 	}
 	// The proxy still serves.
@@ -536,14 +546,16 @@ func TestProxyBoundsConnections(t *testing.T) {
 			mu.Unlock()
 			go func() {
 				io.Copy(c, c)
-				c.Close()
+				// Counted out before the close the tunnel ends on, and so before the slot
+				// it held is free.
 				mu.Lock()
 				now--
 				mu.Unlock()
+				c.Close()
 			}()
 		}
 	}()
-	x := startProxy(t, Config{Allow: mustRules(t, echo.Addr().String()), MaxConns: bound})
+	x := startProxy(t, Config{Allow: mustRules(t, echo.Addr().String()), Limits: NewLimits(bound, 0, 0)})
 	var wg sync.WaitGroup
 	for i := range clients {
 		wg.Go(func() {
@@ -562,8 +574,9 @@ func TestProxyBoundsConnections(t *testing.T) {
 				return
 			}
 			fmt.Fprintf(c, "ping %d\n", i)
-			if line, err := br.ReadString('\n'); err != nil || line != fmt.Sprintf("ping %d\n", i) {
-				t.Errorf("client %d: %q %v", i, line, err)
+			c.(*net.TCPConn).CloseWrite()
+			if rest, err := io.ReadAll(br); err != nil || string(rest) != fmt.Sprintf("ping %d\n", i) {
+				t.Errorf("client %d: %q %v", i, rest, err)
 			}
 		})
 	}
@@ -582,7 +595,7 @@ func TestProxyBoundsQuestions(t *testing.T) {
 	const bound, targets = 3, 10
 	release := make(chan struct{})
 	asked := make(chan string, targets)
-	x := startProxy(t, Config{MaxQuestions: bound, Ask: func(_ context.Context, tg Target) Answer {
+	x := startProxy(t, Config{Limits: NewLimits(0, bound, 0), Ask: func(_ context.Context, tg Target) Answer {
 		asked <- tg.String()
 		<-release
 		return Answer{Code: "denied", Outcome: "denied"}
@@ -611,5 +624,169 @@ func TestProxyBoundsQuestions(t *testing.T) {
 	}
 	if n := len(asked); n != bound || busy != targets-bound {
 		t.Errorf("asked %d, busy %d; want %d and %d", n, busy, bound, targets-bound)
+	}
+}
+
+// A plain-HTTP request that reached its target is recorded as allowed with every byte it
+// carried, whatever the target answered (garbage here): a target cannot hide what it was
+// sent by failing after reading it.
+func TestProxyRecordsWhatFailedUpstreamCarried(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const body = 1 << 20
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err == nil {
+			io.Copy(io.Discard, req.Body)
+		}
+		io.WriteString(c, "not HTTP at all\r\n\r\n")
+	}()
+	x := startProxy(t, Config{Allow: mustRules(t, l.Addr().String())})
+	resp, err := x.client(nil).Post("http://"+l.Addr().String()+"/", "application/octet-stream", strings.NewReader(strings.Repeat("x", body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 502 || resp.Header.Get("X-Paddock-Refusal") != "upstream_failed" {
+		t.Errorf("the sandbox was told %d %q", resp.StatusCode, resp.Header.Get("X-Paddock-Refusal"))
+	}
+	r := x.wait(1)[0]
+	if r.Verdict != "allowed" || r.Code != "upstream_failed" || r.Sent < body {
+		t.Errorf("record %+v, want allowed, upstream_failed, at least %d bytes sent", r, body)
+	}
+}
+
+// Close ends every request the proxy serves, a plain-HTTP one waiting on a target that
+// never answers too, and returns only once each is recorded: a session's audit closes
+// after its proxy with nothing left to come.
+func TestProxyCloseWaitsForRequests(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			accepted <- c // and never answered
+		}
+	}()
+	var mu sync.Mutex
+	var recs []Record
+	p := New(Config{Allow: mustRules(t, l.Addr().String()), Record: func(r Record) {
+		mu.Lock()
+		recs = append(recs, r)
+		mu.Unlock()
+	}})
+	pl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(pl)
+	c, err := net.Dial("tcp", pl.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET http://%s/ HTTP/1.1\r\nHost: %[1]s\r\n\r\n", l.Addr())
+	up := <-accepted // the request reached the target, which waits
+	defer up.Close()
+	p.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(recs) != 1 || recs[0].Verdict != "allowed" {
+		t.Errorf("records once Close returned: %+v", recs)
+	}
+}
+
+// law: egress_conns_bounded, across a session tree — proxies that share Limits hold their
+// bound together: two sandboxes' proxies never reach the target with more than it at once.
+func TestProxyLimitsShared(t *testing.T) {
+	t.Parallel()
+	const bound = 3
+	var mu sync.Mutex
+	now, most := 0, 0
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			now++
+			most = max(most, now)
+			mu.Unlock()
+			go func() {
+				io.Copy(c, c)
+				// Counted out before the close the tunnel ends on, and so before the slot
+				// it held is free.
+				mu.Lock()
+				now--
+				mu.Unlock()
+				c.Close()
+			}()
+		}
+	}()
+	lim := NewLimits(bound, 0, 0)
+	a := startProxy(t, Config{Allow: mustRules(t, echo.Addr().String()), Limits: lim})
+	b := startProxy(t, Config{Allow: mustRules(t, echo.Addr().String()), Limits: lim})
+	var wg sync.WaitGroup
+	for i := range 10 {
+		addr := []string{a.addr, b.addr}[i%2]
+		wg.Go(func() {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %[1]s\r\n%s\r\n", echo.Addr(), auth)
+			br := bufio.NewReader(c)
+			if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+				t.Errorf("%v %v", resp, err)
+				return
+			}
+			fmt.Fprintf(c, "ping %d\n", i)
+			c.(*net.TCPConn).CloseWrite()
+			io.ReadAll(br) // to the end the target's close brings
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if most > bound {
+		t.Errorf("the target saw %d at once through two proxies sharing a bound of %d", most, bound)
+	}
+}
+
+// The host's own addresses are reached only when named by address, even when global: a
+// name that resolves to one, answered yes, is refused.
+func TestProxyOwnAddressesReserved(t *testing.T) {
+	t.Parallel()
+	own := netip.MustParseAddr("8.8.4.4") // a global address, standing for the host's public one
+	x := startProxy(t, Config{Own: []netip.Addr{own},
+		Ask: func(context.Context, Target) Answer { return Answer{Run: true, Outcome: "approved"} }})
+	x.p.cfg.Resolver = fixed{"self.test": {own}}
+	if code, _, refusal := get(t, x.client(nil), "http://self.test/"); code != 403 || refusal != "reserved_address" {
+		t.Errorf("the host's own address through a name: %d %s", code, refusal)
+	}
+	if r := DialableFrom(mustRules(t, "8.8.4.4:80"), nil, []netip.Addr{own}, own, 80); r != "" {
+		t.Errorf("named by address, the host's own address is %q", r)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -333,13 +334,20 @@ const (
 // rule names it by address (10.0.0.5, 127.0.0.0/8) — a name that resolves there is not
 // enough, so a DNS answer cannot steer a connection into the host's own networks.
 func Dialable(allow, deny []Rule, a netip.Addr, port uint16) Refusal {
+	return DialableFrom(allow, deny, nil, a, port)
+}
+
+// DialableFrom is Dialable on a host whose own addresses are own: each is reached only when
+// an allow rule names it by address, as a private one is, even when it is global (a
+// host's public address reaches every service the host binds on all its interfaces).
+func DialableFrom(allow, deny []Rule, own []netip.Addr, a netip.Addr, port uint16) Refusal {
 	a = a.Unmap()
 	for _, r := range deny {
 		if r.ByAddress() && r.portMatches(port) && r.Prefix.Contains(a) {
 			return Denied
 		}
 	}
-	if Global(a) {
+	if Global(a) && !slices.Contains(own, a) {
 		return ""
 	}
 	for _, r := range allow {
@@ -352,7 +360,7 @@ func Dialable(allow, deny []Rule, a netip.Addr, port uint16) Refusal {
 
 // reserved are the ranges beyond netip's own tests that no connection reaches unless named:
 // shared address space, IETF protocol assignments, benchmarking, documentation, reserved,
-// and the metadata services' IPv6 addresses.
+// and the metadata services' own addresses outside link-local (IPv6, Azure's).
 var reserved = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),
 	netip.MustParsePrefix("100.64.0.0/10"),
@@ -365,6 +373,7 @@ var reserved = []netip.Prefix{
 	netip.MustParsePrefix("100::/64"),
 	netip.MustParsePrefix("2001:db8::/32"),
 	netip.MustParsePrefix("fd00:ec2::254/128"),
+	netip.MustParsePrefix("168.63.129.16/32"), // Azure's host services (WireServer), a metadata service at a global address
 }
 
 // embeds4 are IPv6 ranges that carry an IPv4 address a gateway reaches: NAT64 (the last 32

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/paddockhq/paddock/egress"
 	"github.com/paddockhq/paddock/policy"
 	"github.com/paddockhq/paddock/transport"
@@ -37,6 +39,9 @@ type Egress struct {
 	// Dir is where the directories bound into sandboxes are made; "": Config.StateDir, else
 	// the system's temporary directory.
 	Dir string
+	// Limits, when set, are the bounds the proxies of the session and its children hold
+	// together (a child's config shares its parent's); nil: each proxy its own.
+	Limits *egress.Limits
 	// Resolver and Dial, when set, replace the host's resolver and dialer (tests).
 	Resolver egress.Resolver
 	Dial     func(ctx context.Context, network, address string) (net.Conn, error)
@@ -80,7 +85,7 @@ func (s *Session) openEgress(ctx context.Context) error {
 	}
 	st.proxy = egress.New(egress.Config{
 		Allow: e.Allow, Deny: e.Deny, Token: st.token,
-		Ask: s.askConnect, Resolver: e.Resolver, Dial: e.Dial,
+		Ask: s.askConnect, Resolver: e.Resolver, Dial: e.Dial, Limits: e.Limits,
 		Record: s.recordConnect, Log: s.log.With("part", "egress"),
 	})
 	s.egress = st
@@ -186,9 +191,11 @@ func (s *Session) startEgress(ctx context.Context, c *conn, spec transport.Spec)
 			st.mu.Unlock()
 			return fmt.Errorf("egress: %w", err)
 		}
-		// The directory is the host's and bound read-only: no sandbox program can put a link
-		// where the socket is between the listen and this.
-		if err := os.Chmod(sock, 0o666); err != nil {
+		// The sandbox's user may not be the host's: the socket is made connectable by every
+		// user. The directory is bound read-only, but a workspace that holds Paddock's state
+		// would let a sandbox reach it another way: the mode is set on the socket opened
+		// without following a link, never on what its name points at.
+		if err := chmodSocket(sock, 0o666); err != nil {
 			l.Close()
 			st.mu.Unlock()
 			return fmt.Errorf("egress: %w", err)
@@ -201,6 +208,25 @@ func (s *Session) startEgress(ctx context.Context, c *conn, spec transport.Spec)
 		return fmt.Errorf("egress: the kernel did not forward %s: %w", egress.SandboxAddr, err)
 	}
 	return nil
+}
+
+// chmodSocket sets the mode of the unix socket at name: opened with O_PATH|O_NOFOLLOW, it
+// must be a socket (not a link put in its place), and the mode is set on that file.
+func chmodSocket(name string, mode os.FileMode) error {
+	fd, err := unix.Open(name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "fstat", Path: name, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return fmt.Errorf("%s is not the proxy's socket", name)
+	}
+	// An O_PATH descriptor takes no fchmod; its /proc link names the very file.
+	return os.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), mode)
 }
 
 // closeEgress closes the proxy and every connection through it, and removes what it made.

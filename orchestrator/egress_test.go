@@ -216,3 +216,34 @@ func (r *specRecorder) spec() transport.Spec {
 	defer r.mu.Unlock()
 	return r.last
 }
+
+// The proxy's socket is made connectable without following a link: a link put where the
+// socket is leaves its target's mode as it was.
+func TestChmodSocketFollowsNoLink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "secret")
+	os.WriteFile(target, []byte("x"), 0o600)
+	link := filepath.Join(dir, "proxy.sock")
+	os.Symlink(target, link)
+	if err := chmodSocket(link, 0o666); err == nil {
+		t.Error("a link was taken for the socket")
+	}
+	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o600 {
+		t.Errorf("the link's target is now %v", fi.Mode())
+	}
+	sock := filepath.Join(dir, "real.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := chmodSocket(sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Lstat(sock); fi.Mode().Perm() != 0o666 {
+		t.Errorf("the socket is %v", fi.Mode())
+	}
+	if err := chmodSocket(target, 0o666); err == nil {
+		t.Error("a regular file was taken for the socket")
+	}
+}

@@ -49,6 +49,8 @@ func egressFor(kind, mode, path string, listen func(context.Context) (net.Listen
 		return nil, "", &OptionError{Msg: "network.deny: " + err.Error(), Err: err}
 	}
 	listed := len(a) > 0
+	// One set of bounds for the session and every child it spawns.
+	lim := egress.NewLimits(0, 0, 0)
 	switch {
 	case mode == EgressOff:
 		if listed {
@@ -56,12 +58,12 @@ func egressFor(kind, mode, path string, listen func(context.Context) (net.Listen
 		}
 		return nil, "", nil
 	case path == EgressSandbox:
-		return &orchestrator.Egress{Allow: a, Deny: d}, "", nil
+		return &orchestrator.Egress{Allow: a, Deny: d, Limits: lim}, "", nil
 	case path == EgressLoopback && mode == EgressProxy:
-		return &orchestrator.Egress{Allow: a, Deny: d, Loopback: true}, fmt.Sprintf(
+		return &orchestrator.Egress{Allow: a, Deny: d, Loopback: true, Limits: lim}, fmt.Sprintf(
 			"the %s kernel reaches the network itself: its steps are given the proxy's variables, which a program may ignore", kind), nil
 	case path == EgressConnection && mode == EgressProxy && listen != nil:
-		return &orchestrator.Egress{Allow: a, Deny: d, Listen: listen}, fmt.Sprintf(
+		return &orchestrator.Egress{Allow: a, Deny: d, Listen: listen, Limits: lim}, fmt.Sprintf(
 			"the %s box's network is its own: its steps are given the host's proxy through the connection, which a program may ignore", kind), nil
 	case path == EgressConnection:
 		if listed {

@@ -144,7 +144,8 @@ type BashRequest struct {
 	// directory, with the variables and exports, the last call of the same name left (a
 	// script outside the step grammar, or a call that detached, leaves them as they were).
 	// "": the call starts where the session does, and cd and export last for the call.
-	// Shells are the daemon's memory: they do not outlive it.
+	// A name is at most 128 bytes; a session keeps the 64 shells used most recently, in the
+	// daemon's memory only.
 	Shell string `json:"shell,omitempty"`
 }
 
