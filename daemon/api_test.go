@@ -343,7 +343,9 @@ func TestAPINoOutputTimeout(t *testing.T) {
 	d := startDaemon(t, daemonOptions{})
 	ctx := context.Background()
 	ws := t.TempDir()
-	s, err := d.c.Open(ctx, api.OpenRequest{Workspace: ws, BlockingBudget: "100ms", NoOutputTimeout: "400ms"})
+	// The talking job prints every 50ms; the bound is far past that, so that a loaded
+	// machine's pauses do not make it quiet.
+	s, err := d.c.Open(ctx, api.OpenRequest{Workspace: ws, BlockingBudget: "100ms", NoOutputTimeout: "3s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +353,7 @@ func TestAPINoOutputTimeout(t *testing.T) {
 	if err != nil || quiet.End.Kind != orchestrator.Detached {
 		t.Fatalf("%+v %v", quiet.Result, err)
 	}
-	talk, err := d.c.Bash(ctx, s.ID, api.BashRequest{Script: "for i in 1 2 3 4 5 6 7 8 9 10; do echo $i; sleep 0.1; done"})
+	talk, err := d.c.Bash(ctx, s.ID, api.BashRequest{Script: "for i in $(seq 1 80); do echo $i; sleep 0.05; done"})
 	if err != nil || talk.End.Kind != orchestrator.Detached {
 		t.Fatalf("%+v %v", talk.Result, err)
 	}

@@ -102,7 +102,9 @@ func TestLoad(t *testing.T) {
 		t.Skip("load test: skipped with -short")
 	}
 	d := startDaemon(t, daemonOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
+	// A guard against a hang, not a measure: the figures are logged, and the benchmarks
+	// measure; on a loaded machine the steps take what they take.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	ws := t.TempDir()
 	// Warm up connections and the kernel's page cache, then take the baseline.
