@@ -64,7 +64,7 @@ daemon there says what its sessions would have, the flags given passed as run pa
 					return err
 				}
 			} else {
-				l, err := loadSettings(workspace, cmd.Flags(), withKeys(runKeys, transportKeys), cmd.ErrOrStderr())
+				l, err := loadSettings(workspace, cmd.Flags(), api.OptionKeys(), cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}

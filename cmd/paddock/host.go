@@ -29,42 +29,25 @@ func daemonHost(fs *pflag.FlagSet) string {
 	return os.Getenv(client.HostEnv)
 }
 
-// hostedRequest turns run's command line into a session request: the flags given become
-// the request's fields and settings, as the daemon's own reading of them would.
+// commandsOwn are the flags of the commands that run through a daemon which are not a
+// session's options.
+var commandsOwn = map[string]bool{"workspace": true, "json": true, "budget": true, "no-output-timeout": true, "children": true, "parallel": true}
+
+// hostedRequest turns a command line into a session request (client.OpenRequest): the
+// flags given are its options, the commands' own and a daemon's --host aside.
 func hostedRequest(fs *pflag.FlagSet, workspace string) (api.OpenRequest, error) {
-	req := api.OpenRequest{Workspace: workspace, Settings: map[string]string{}}
-	keys := withKeys(runKeys, transportKeys)
-	var err error
+	var opts []client.Option
 	fs.Visit(func(f *pflag.Flag) {
-		if err != nil {
+		if commandsOwn[f.Name] || f.Name == "host" && strings.HasPrefix(f.Value.String(), "unix://") {
 			return
 		}
-		switch f.Name {
-		case "workspace", "json", "budget", "no-output-timeout", "children", "parallel": // the commands' own
-		case "host":
-			if !strings.HasPrefix(f.Value.String(), "unix://") {
-				req.Settings[keys["host"]] = f.Value.String()
-			}
-		case "transport":
-			req.Transport = f.Value.String()
-		case "wrap":
-			req.Wrap = f.Value.String()
-		case "mount":
-			req.Mounts, _ = fs.GetStringArray("mount")
-		default:
-			key, ok := keys[f.Name]
-			if !ok {
-				err = &usageError{msg: fmt.Sprintf("--%s cannot be passed to a daemon's session; set it in the daemon's settings", f.Name)}
-				return
-			}
-			val := f.Value.String()
-			if sv, ok := f.Value.(pflag.SliceValue); ok {
-				val = strings.Join(sv.GetSlice(), ",")
-			}
-			req.Settings[key] = val
+		o := client.Option{Name: f.Name, Values: []string{f.Value.String()}}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			o.Values = sv.GetSlice()
 		}
+		opts = append(opts, o)
 	})
-	return req, err
+	return client.OpenRequest(workspace, opts...)
 }
 
 // runHosted runs a script in a new session of the daemon at host, printing its output as

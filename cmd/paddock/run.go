@@ -28,9 +28,6 @@ import (
 
 func init() { commands = append(commands, newRunCmd) }
 
-// runKeys binds run's flags to settings keys: the session's output and shell options.
-var runKeys = session.RunKeys()
-
 // showHandback says what came back of a workspace copied to a box; nothing when none was.
 func showHandback(errOut io.Writer, rep *api.Report) {
 	if rep == nil {
@@ -58,7 +55,7 @@ func finish(s *orchestrator.Session, p *session.Prepared, errOut io.Writer) (*wo
 // the command's flags: l), the transport, its notices told on errOut. fin closes the session
 // and finishes what was prepared for it (a synced workspace comes back), once.
 func openSession(ctx context.Context, cmd *cobra.Command, dir string, tf *transportFlags, errOut io.Writer) (s *orchestrator.Session, l *config.Loaded, fin func() (*workspace.Report, error), err error) {
-	l, err = loadSettings(dir, cmd.Flags(), withKeys(runKeys, transportKeys), errOut)
+	l, err = loadSettings(dir, cmd.Flags(), api.OptionKeys(), errOut)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -165,7 +162,8 @@ PADDOCK_HOST) the session is opened in that daemon instead, with the same flags.
 	return cmd
 }
 
-// registerRunFlags registers run's settings flags (runKeys).
+// registerRunFlags registers run's settings flags: the session's output and shell options
+// (api.RunKeys).
 func registerRunFlags(f *pflag.FlagSet) {
 	def := output.Default()
 	f.Int("max-bytes", def.Bytes, "bytes of each step's output kept in the result (0: all)")

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"maps"
 
 	"github.com/spf13/pflag"
 
@@ -32,13 +31,4 @@ func sessionPolicy(l *config.Loaded) (orchestrator.Policy, error) {
 	p, err := session.Policy(l)
 	p.AuditFile = session.AuditFile()
 	return p, err
-}
-
-// withKeys joins flag-to-key bindings.
-func withKeys(sets ...map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, s := range sets {
-		maps.Copy(out, s)
-	}
-	return out
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/paddockhq/paddock/config"
+	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/session"
 )
 
@@ -28,7 +29,7 @@ type transportFlags struct {
 
 // transportKeys binds the transport flags to settings keys: the session's transport
 // options, which the flags are named for.
-var transportKeys = session.TransportKeys()
+var transportKeys = api.TransportKeys()
 
 func (f *transportFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
