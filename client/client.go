@@ -308,6 +308,25 @@ func (s *Stream) Next() (api.Event, error) {
 	return api.Event{}, io.EOF
 }
 
+// Follow hands each event to f, in order, until the session closes (f is handed that event
+// too) or the stream ends, and then returns nil; a stream that fails returns its error (its
+// context's, when that ended).
+func (s *Stream) Follow(f func(api.Event)) error {
+	for {
+		e, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		f(e)
+		if e.Kind == api.EventClosed {
+			return nil
+		}
+	}
+}
+
 // Close ends the stream (and detaches the client it stands for).
 func (s *Stream) Close() error { return s.resp.Body.Close() }
 

@@ -71,7 +71,8 @@ input ends.`,
 }
 
 // attach runs the terminal client of a session until it closes, ctx ends, or (when it
-// answers questions) the input ends.
+// answers questions) the input ends: the session's output and job ends are printed, its
+// questions asked.
 func attach(ctx context.Context, c *client.Client, id string, in io.Reader, out, errOut io.Writer, watch bool) error {
 	kind := api.StreamInteractive
 	if watch {
@@ -83,7 +84,6 @@ func attach(ctx context.Context, c *client.Client, id string, in io.Reader, out,
 	if err != nil {
 		return err
 	}
-	defer st.Close()
 	fmt.Fprintf(errOut, "paddock: attached to session %s\n", id)
 	var term *prompt.Terminal
 	inputDone := make(chan error, 1)
@@ -93,54 +93,32 @@ func attach(ctx context.Context, c *client.Client, id string, in io.Reader, out,
 		})
 		go func() { inputDone <- term.Run(ctx) }()
 	}
-	events := make(chan api.Event)
-	streamDone := make(chan error, 1)
+	streamDone, followed := make(chan error, 1), make(chan struct{})
+	defer func() { st.Close(); <-followed }() // nothing is printed once attach returned
 	go func() {
-		defer close(events)
-		for {
-			e, err := st.Next()
-			if err != nil {
-				streamDone <- err
+		defer close(followed)
+		streamDone <- st.Follow(func(e api.Event) {
+			if e.Kind == api.EventQuestion || e.Kind == api.EventSettled {
+				if term != nil {
+					term.NotifyEvent(e)
+				}
 				return
 			}
-			select {
-			case events <- e:
-			case <-ctx.Done():
-				return
-			}
-		}
+			printEvent(e, id, out, errOut)
+		})
 	}()
-	for {
-		select {
-		case e, ok := <-events:
-			if !ok {
-				err := <-streamDone
-				if errors.Is(err, io.EOF) || ctx.Err() != nil {
-					return nil
-				}
-				return err
-			}
-			switch e.Kind {
-			case orchestrator.EventQuestion:
-				if term != nil && e.Question != nil {
-					term.Notify(orchestrator.EventOf(e.Kind, e.Question, nil))
-				}
-			case orchestrator.EventSettled:
-				if term != nil && e.Settled != nil {
-					term.Notify(orchestrator.EventOf(e.Kind, nil, e.Settled))
-				}
-			default:
-				if printEvent(e, id, out, errOut) {
-					return nil
-				}
-			}
-		case err := <-inputDone:
-			if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return err
-		case <-ctx.Done():
+	select {
+	case err := <-streamDone:
+		if ctx.Err() != nil {
 			return nil
 		}
+		return err
+	case err := <-inputDone:
+		if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	case <-ctx.Done():
+		return nil
 	}
 }

@@ -94,7 +94,7 @@ func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script 
 			t = prompt.New(os.Stdin, errOut, func(q string, a orchestrator.Answer) error {
 				return c.Answer(ctx, id, q, api.AnswerRequest{Approve: a.Approve, ForSession: a.ForSession, Client: "terminal"})
 			})
-			o.Questions = func(e api.Event) { t.Notify(orchestrator.EventOf(e.Kind, e.Question, e.Settled)) }
+			o.Questions = t.NotifyEvent
 		}
 	}
 	ran, err := c.Run(ctx, o)

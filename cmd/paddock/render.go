@@ -63,13 +63,12 @@ func printSessions(w io.Writer, ss []api.Session) {
 }
 
 // printEvent prints an event of a session's stream that is not a question: output to out
-// or errOut by its descriptor, a job's end and the session's close to errOut. It reports
-// whether the event closes the stream.
-func printEvent(e api.Event, id string, out, errOut io.Writer) (closed bool) {
+// or errOut by its descriptor, a job's end and the session's close to errOut.
+func printEvent(e api.Event, id string, out, errOut io.Writer) {
 	switch e.Kind {
 	case api.EventOutput:
 		if e.Output == nil {
-			return false
+			return
 		}
 		w := out
 		if e.Output.FD == 2 {
@@ -78,7 +77,7 @@ func printEvent(e api.Event, id string, out, errOut io.Writer) (closed bool) {
 		io.WriteString(w, e.Output.Data)
 	case api.EventJobEnd:
 		if e.Job == nil {
-			return false
+			return
 		}
 		end := "[ended]"
 		switch {
@@ -90,7 +89,5 @@ func printEvent(e api.Event, id string, out, errOut io.Writer) (closed bool) {
 		fmt.Fprintf(errOut, "paddock: job %s: %s\n", e.Job.ID, end)
 	case api.EventClosed:
 		fmt.Fprintf(errOut, "paddock: session %s closed\n", id)
-		return true
 	}
-	return false
 }
