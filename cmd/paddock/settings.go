@@ -7,8 +7,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/paddockhq/paddock/config"
-	"github.com/paddockhq/paddock/orchestrator"
-	"github.com/paddockhq/paddock/session"
 )
 
 // loadSettings reads the settings for a command working in workspace, binding the command's
@@ -24,11 +22,4 @@ func loadSettings(workspace string, fs *pflag.FlagSet, keys map[string]string, w
 		fmt.Fprintln(w, "paddock: warning:", warn)
 	}
 	return l, nil
-}
-
-// sessionPolicy is the policy the settings give a CLI session, with its audit file.
-func sessionPolicy(l *config.Loaded) (orchestrator.Policy, error) {
-	p, err := session.Policy(l)
-	p.AuditFile = session.AuditFile()
-	return p, err
 }
