@@ -129,3 +129,32 @@ func TestRunCannotListen(t *testing.T) {
 	}
 	again.Close()
 }
+
+// CloseAll closes every root (each its children first) and answers for the roots alone;
+// nothing is left open.
+func TestClientCloseAll(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, daemonOptions{})
+	ctx := context.Background()
+	roots := map[string]bool{}
+	for range 2 {
+		s, err := d.c.Open(ctx, api.OpenRequest{Workspace: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots[s.ID] = true
+		if _, err := d.c.Spawn(ctx, s.ID, api.SpawnRequest{Name: "child"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed, err := d.c.CloseAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(closed) != 2 || !roots[closed[0].ID] || !roots[closed[1].ID] {
+		t.Errorf("closed %+v, want the roots %v", closed, roots)
+	}
+	if left, err := d.c.Sessions(ctx); err != nil || len(left) != 0 {
+		t.Errorf("left %+v, %v", left, err)
+	}
+}
