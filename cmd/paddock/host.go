@@ -83,13 +83,7 @@ func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script 
 			}
 		}}
 	if !asJSON {
-		o.Output = func(fd int, data string) {
-			if fd == 2 {
-				io.WriteString(errOut, data)
-			} else {
-				io.WriteString(out, data)
-			}
-		}
+		o.Output = func(fd int, data string) { io.WriteString(byFD(fd, out, errOut), data) }
 		if term.IsTerminal(int(os.Stdin.Fd())) {
 			t = prompt.New(os.Stdin, errOut, func(q string, a orchestrator.Answer) error {
 				return c.Answer(ctx, id, q, api.AnswerRequest{Approve: a.Approve, ForSession: a.ForSession, Client: "terminal"})
@@ -106,21 +100,11 @@ func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script 
 	for _, w := range ended.Warnings {
 		fmt.Fprintln(errOut, "paddock: warning:", w)
 	}
-	if asJSON {
-		if err := printJSON(out, res.Result); err != nil {
-			return err
-		}
-	} else if res.End.Kind == orchestrator.Refused {
-		fmt.Fprintln(errOut, "paddock:", strings.Trim(orchestrator.EndOf(res.End).String(), "[]"))
-	}
-	if res.End.Status != 0 {
-		return outcome(res.End.Status, nil)
+	if err := printEnd(out, errOut, res.Result, asJSON); err != nil {
+		return err
 	}
 	if ended.HandbackError != "" { // the box's work is in a local copy only
 		return errors.New(ended.HandbackError)
 	}
-	if h := ended.Handback; h != nil && h.Counts.Conflicts > 0 {
-		return outcome(exitConflicts, fmt.Errorf("the workspace came back with conflicts: %d", h.Counts.Conflicts))
-	}
-	return nil
+	return conflicted(ended.Handback)
 }

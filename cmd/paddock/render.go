@@ -70,11 +70,7 @@ func printEvent(e api.Event, id string, out, errOut io.Writer) {
 		if e.Output == nil {
 			return
 		}
-		w := out
-		if e.Output.FD == 2 {
-			w = errOut
-		}
-		io.WriteString(w, e.Output.Data)
+		io.WriteString(byFD(e.Output.FD, out, errOut), e.Output.Data)
 	case api.EventJobEnd:
 		if e.Job == nil {
 			return
