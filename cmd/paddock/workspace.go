@@ -50,15 +50,10 @@ func newWorkspaceListCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				type entry struct {
-					Path string `json:"path"`
-					Kind string `json:"kind"`
+				if es == nil {
+					es = []workspace.Entry{} // a list, even an empty one
 				}
-				list := make([]entry, len(es))
-				for i, e := range es {
-					list[i] = entry{e.Path, e.Kind.String()}
-				}
-				return printJSON(out, list)
+				return printJSON(out, es)
 			}
 			for _, e := range es {
 				suffix := ""
