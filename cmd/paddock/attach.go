@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -72,53 +71,27 @@ input ends.`,
 
 // attach runs the terminal client of a session until it closes, ctx ends, or (when it
 // answers questions) the input ends: the session's output and job ends are printed, its
-// questions asked.
+// questions asked (prompt.Terminal.Serve).
 func attach(ctx context.Context, c *client.Client, id string, in io.Reader, out, errOut io.Writer, watch bool) error {
 	kind := api.StreamInteractive
 	if watch {
 		kind = api.StreamWatch
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	st, err := c.Events(ctx, id, kind)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(errOut, "paddock: attached to session %s\n", id)
-	var term *prompt.Terminal
-	inputDone := make(chan error, 1)
-	if !watch {
-		term = prompt.New(in, errOut, func(q string, a orchestrator.Answer) error {
-			return c.Answer(ctx, id, q, api.AnswerRequest{Approve: a.Approve, ForSession: a.ForSession, Client: "attach"})
-		})
-		go func() { inputDone <- term.Run(ctx) }()
-	}
-	streamDone, followed := make(chan error, 1), make(chan struct{})
-	defer func() { st.Close(); <-followed }() // nothing is printed once attach returned
-	go func() {
-		defer close(followed)
-		streamDone <- st.Follow(func(e api.Event) {
-			if e.Kind == api.EventQuestion || e.Kind == api.EventSettled {
-				if term != nil {
-					term.NotifyEvent(e)
-				}
-				return
-			}
-			printEvent(e, id, out, errOut)
-		})
-	}()
-	select {
-	case err := <-streamDone:
-		if ctx.Err() != nil {
-			return nil
+	show := func(e api.Event) { printEvent(e, id, out, errOut) }
+	if watch {
+		defer st.Close()
+		if err := st.Follow(show); ctx.Err() == nil {
+			return err
 		}
-		return err
-	case err := <-inputDone:
-		if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
-			return nil
-		}
-		return err
-	case <-ctx.Done():
 		return nil
 	}
+	t := prompt.New(in, errOut, func(q string, a orchestrator.Answer) error {
+		return c.Answer(ctx, id, q, api.AnswerRequest{Approve: a.Approve, ForSession: a.ForSession, Client: "attach"})
+	})
+	return t.Serve(ctx, st, show)
 }
