@@ -13,19 +13,6 @@ import (
 // job has no result, an event only the part its kind names), so each function here prints
 // what there is and never assumes the rest: FuzzDaemonRecords holds them to it.
 
-// jobState is a job's state in a listing: running, lost, or how it ended.
-func jobState(j api.Job) string {
-	switch {
-	case !j.Done:
-		return "running"
-	case j.Lost:
-		return "lost"
-	case j.Result == nil:
-		return "ended"
-	}
-	return j.Result.End.Kind
-}
-
 // resultText is a result as run prints it.
 func resultText(r *api.Result) string {
 	if r == nil {
@@ -46,7 +33,7 @@ func resultStatus(r *api.Result) int {
 func printJobs(w io.Writer, jobs []api.Job) {
 	fmt.Fprintln(w, "JOB\tSTATE\tSCRIPT")
 	for _, j := range jobs {
-		fmt.Fprintf(w, "%s\t%s\t%s\n", j.ID, jobState(j), strings.ReplaceAll(j.Script, "\n", "; "))
+		fmt.Fprintf(w, "%s\t%s\t%s\n", j.ID, j.State(), strings.ReplaceAll(j.Script, "\n", "; "))
 	}
 }
 
