@@ -159,6 +159,28 @@ func (c *Client) CloseSession(ctx context.Context, id string) (api.Session, erro
 	return s, c.do(ctx, "DELETE", sp(id), nil, &s)
 }
 
+// CloseAll closes every root session the daemon holds, open or ended (a root closes its
+// children first, handing their workspaces back), and returns the answers of those it
+// closed: on an error, those closed before it.
+func (c *Client) CloseAll(ctx context.Context) ([]api.Session, error) {
+	ss, err := c.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var closed []api.Session
+	for _, s := range ss {
+		if s.Parent != "" {
+			continue
+		}
+		s, err := c.CloseSession(ctx, s.ID)
+		if err != nil {
+			return closed, err
+		}
+		closed = append(closed, s)
+	}
+	return closed, nil
+}
+
 // Bash runs a script.
 func (c *Client) Bash(ctx context.Context, id string, req api.BashRequest) (api.BashResponse, error) {
 	var r api.BashResponse
@@ -322,6 +344,25 @@ func (s *Stream) Next() (api.Event, error) {
 		return api.Event{}, err
 	}
 	return api.Event{}, io.EOF
+}
+
+// Follow hands each event to f, in order, until the session closes (f is handed that event
+// too) or the stream ends, and then returns nil; a stream that fails returns its error (its
+// context's, when that ended).
+func (s *Stream) Follow(f func(api.Event)) error {
+	for {
+		e, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		f(e)
+		if e.Kind == api.EventClosed {
+			return nil
+		}
+	}
 }
 
 // Close ends the stream (and detaches the client it stands for).

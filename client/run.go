@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"io"
 
 	"github.com/paddockhq/paddock/daemon/api"
 )
@@ -58,28 +57,7 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (*Ran, error) {
 	}
 	defer st.Close()
 	streamed := make(chan error, 1)
-	go func() {
-		for {
-			e, err := st.Next()
-			if err != nil {
-				streamed <- err
-				return
-			}
-			switch e.Kind {
-			case api.EventQuestion, api.EventSettled:
-				if o.Questions != nil {
-					o.Questions(e)
-				}
-			case api.EventOutput:
-				if o.Output != nil {
-					o.Output(e.Output.FD, e.Output.Data)
-				}
-			case api.EventClosed:
-				streamed <- nil
-				return
-			}
-		}
-	}()
+	go func() { streamed <- st.Follow(func(e api.Event) { runEvent(o, e) }) }()
 	res, err := c.Bash(ctx, s.ID, api.BashRequest{Script: o.Script, Budget: "-1"})
 	if err != nil {
 		return nil, err
@@ -89,11 +67,26 @@ func (c *Client) Run(ctx context.Context, o RunOptions) (*Ran, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := <-streamed; err != nil && !errors.Is(err, io.EOF) {
+	if err := <-streamed; err != nil {
 		return nil, err
 	}
 	if res.Result == nil {
 		return nil, errors.New("the daemon answered with no result")
 	}
 	return &Ran{Bash: res, Closed: ended}, nil
+}
+
+// runEvent hands an event of a run's stream to the options' callbacks: a question or its
+// settling, or output (an output event without its part is skipped).
+func runEvent(o RunOptions, e api.Event) {
+	switch e.Kind {
+	case api.EventQuestion, api.EventSettled:
+		if o.Questions != nil {
+			o.Questions(e)
+		}
+	case api.EventOutput:
+		if o.Output != nil && e.Output != nil {
+			o.Output(e.Output.FD, e.Output.Data)
+		}
+	}
 }

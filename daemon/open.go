@@ -8,6 +8,7 @@ import (
 
 	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/internal/place"
 	"github.com/paddockhq/paddock/session"
 )
 
@@ -49,6 +50,22 @@ func RequestSettings(_ context.Context, req api.OpenRequest) (api.Settings, erro
 // provider cleans up what it left.
 func RecoverSession(ctx context.Context, s api.Session, l session.Left) string {
 	return session.Recover(ctx, s.Transport, l)
+}
+
+// opened is the session a request asks for, as the Config's opener configures it, kept from
+// the daemon's own places wherever they are: its state (each session's attach key and
+// audit) and its socket, whoever reaches which answers every question.
+func (s *Server) opened(ctx context.Context, req api.OpenRequest, at Where) (Opened, error) {
+	o, err := s.cfg.Open(ctx, req, at)
+	if err != nil {
+		return o, err
+	}
+	own := &o.Config.Policy.Own
+	own.Secret = append(own.Secret, place.Daemon(s.cfg.StateDir)...)
+	if s.cfg.Socket != "" {
+		own.Sockets = append(own.Sockets, s.cfg.Socket)
+	}
+	return o, nil
 }
 
 // badOption is err as a bad request when it is an option's.

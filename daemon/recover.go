@@ -204,7 +204,7 @@ func (s *Server) reopen(dir string, st stored) (*entry, error) {
 	req.Transport = st.Session.Transport
 	at := s.where()
 	at.Resume = st.Resume
-	o, err := s.cfg.Open(ctx, req, at)
+	o, err := s.opened(ctx, req, at)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/errdefs"
+	"github.com/paddockhq/paddock/internal/version"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/session"
 	"github.com/paddockhq/paddock/transport"
@@ -69,8 +70,14 @@ type Config struct {
 	// Settings says what settings a session opened with a request would have; nil: the
 	// daemon cannot say (/v1/settings answers 501).
 	Settings func(ctx context.Context, req api.OpenRequest) (api.Settings, error)
-	// Version is reported by /v1/health.
+	// Version is reported by /v1/health; "": the binary's module version.
 	Version string
+	// Socket is the unix socket the daemon serves (Run). Like its state directory, it is
+	// kept from every session: a step that reaches either asks.
+	Socket string
+	// Drain closes every session when Run stops; false leaves them for the next daemon on
+	// the state directory (Leave).
+	Drain bool
 	// Log receives diagnostics; nil discards them.
 	Log *slog.Logger
 }
@@ -144,6 +151,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.StateDir == "" {
 		return nil, errors.New("daemon: no state directory")
+	}
+	if cfg.Version == "" {
+		cfg.Version = version.Module()
 	}
 	// The state directory is held to the socket directory's rule: made 0700, and used only
 	// when it is the daemon's own with no group or other write.
@@ -333,7 +343,7 @@ func (s *Server) open(ctx context.Context, req api.OpenRequest) (*entry, error) 
 		// The daemon's own directory is not the client's: never resolve against it.
 		return nil, &badRequest{msg: fmt.Sprintf("workspace %q: an absolute path is needed", req.Workspace)}
 	}
-	o, err := s.cfg.Open(ctx, req, s.where())
+	o, err := s.opened(ctx, req, s.where())
 	if err != nil {
 		return nil, err
 	}

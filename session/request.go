@@ -13,56 +13,14 @@ import (
 	"github.com/paddockhq/paddock/daemon/api"
 )
 
-// transportKeys are the settings keys of the transport's options, by option name: a command
-// line's flags bind them, a request sets them by the same names. What a request may set is
-// these and runKeys, no more: they are read through copies (TransportKeys, RunKeys, Keys).
-var transportKeys = map[string]string{
-	"transport":     "kernelTransport.kind",
-	"image":         "kernelTransport.docker.image",
-	"network":       "kernelTransport.docker.network",
-	"memory":        "kernelTransport.docker.memory",
-	"pids-limit":    "kernelTransport.docker.pids",
-	"user":          "kernelTransport.docker.user",
-	"writable-root": "kernelTransport.docker.writableRoot",
-	"pool":          "kernelTransport.docker.pool",
-	"env":           "kernelTransport.env",
-	"kernel-path":   "kernelTransport.wrapped.kernelPath",
-	"host":          "kernelTransport.ssh.host",
-	"kernel-cache":  "kernelTransport.ssh.kernelCache",
-	"sync":          "kernelTransport.ssh.sync",
-	"egress":        "network.egress",
-}
-
-// runKeys are the settings keys of a session's output and shell options, by option name.
-var runKeys = map[string]string{
-	"max-bytes":    "output.bytes",
-	"max-lines":    "output.lines",
-	"keep":         "output.mode",
-	"auto-effects": "shell.autoEffects",
-	"job-timeout":  "shell.jobTimeout",
-}
-
-// TransportKeys are the settings keys of the transport's options, by option name (a copy).
-func TransportKeys() map[string]string { return maps.Clone(transportKeys) }
-
-// RunKeys are the settings keys of the output and shell options, by option name (a copy).
-func RunKeys() map[string]string { return maps.Clone(runKeys) }
-
-// Keys are every settings key a session's options set, by option name (a copy).
-func Keys() map[string]string {
-	m := maps.Clone(transportKeys)
-	maps.Copy(m, runKeys)
-	return m
-}
-
 // FromRequest reads a daemon's request to open a session as a command line is read: its
-// fields and its settings set the settings keys the options bind (Keys), above every other
-// source ("request"); the rest are the transport's options. A settings key no option binds
-// cannot be set per session.
+// fields and its settings set the settings keys the options bind (api.OptionKeys), above
+// every other source ("request"); the rest are the transport's options. A settings key no
+// option binds cannot be set per session.
 func FromRequest(req api.OpenRequest) (config.Options, Transport, error) {
 	o := config.Options{Workspace: req.Workspace, Set: map[string]any{}, SetBy: "request"}
 	var t Transport
-	keys := Keys()
+	keys := api.OptionKeys()
 	set := func(option string, val any) {
 		o.Set[keys[option]] = val
 		t.Given = append(t.Given, option)

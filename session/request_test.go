@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon/api"
 )
 
@@ -60,4 +61,32 @@ func equal(a, b any) bool {
 		return ok1 && ok2 && slices.Equal(as, bs)
 	}
 	return a == b
+}
+
+// A request the Go client makes from options is read by the daemon as the same options on a
+// command line: each sets the key it binds, and is named as given.
+func TestFromClientRequest(t *testing.T) {
+	t.Parallel()
+	for name, key := range api.OptionKeys() {
+		req, err := client.OpenRequest("/w", client.Option{Name: name, Values: []string{"v"}})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		o, tr, err := FromRequest(req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(o.Set) != 1 || o.Set[key] != "v" || !slices.Equal(tr.Given, []string{name}) {
+			t.Errorf("%s: set %v, given %v; want %s=v", name, o.Set, tr.Given, key)
+		}
+	}
+	req, err := client.OpenRequest("/w", client.Option{Name: "mount", Values: []string{"/h:/s:ro", "/a:/b"}},
+		client.Option{Name: "wrap", Values: []string{"docker exec -i 'my box'"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tr, err := FromRequest(req)
+	if err != nil || len(tr.Mounts) != 2 || !tr.Mounts[0].ReadOnly || !slices.Equal(tr.Wrap, []string{"docker", "exec", "-i", "my box"}) {
+		t.Errorf("%v: transport %+v", err, tr)
+	}
 }

@@ -45,10 +45,13 @@ func (k Kind) String() string {
 	return "absent"
 }
 
+// MarshalText is the kind's name, as String says it.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
 // Entry is one listed path, relative to the listed root, with slashes.
 type Entry struct {
-	Path string
-	Kind Kind
+	Path string `json:"path"`
+	Kind Kind   `json:"kind"`
 }
 
 // ListOptions adjusts List.

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -234,4 +235,14 @@ func fmtInt(i int) string {
 		b = append([]byte{byte('0' + i%10)}, b...)
 	}
 	return string(b)
+}
+
+// A listing's JSON names each entry's path and kind.
+func TestEntryJSON(t *testing.T) {
+	t.Parallel()
+	b, err := json.Marshal([]Entry{{"a", File}, {"d", Dir}, {"l", Symlink}, {"x", Absent}})
+	want := `[{"path":"a","kind":"file"},{"path":"d","kind":"dir"},{"path":"l","kind":"symlink"},{"path":"x","kind":"absent"}]`
+	if err != nil || string(b) != want {
+		t.Errorf("%s, %v; want %s", b, err, want)
+	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -71,76 +70,28 @@ input ends.`,
 }
 
 // attach runs the terminal client of a session until it closes, ctx ends, or (when it
-// answers questions) the input ends.
+// answers questions) the input ends: the session's output and job ends are printed, its
+// questions asked (prompt.Terminal.Serve).
 func attach(ctx context.Context, c *client.Client, id string, in io.Reader, out, errOut io.Writer, watch bool) error {
 	kind := api.StreamInteractive
 	if watch {
 		kind = api.StreamWatch
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	st, err := c.Events(ctx, id, kind)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
 	fmt.Fprintf(errOut, "paddock: attached to session %s\n", id)
-	var term *prompt.Terminal
-	inputDone := make(chan error, 1)
-	if !watch {
-		term = prompt.New(in, errOut, func(q string, a orchestrator.Answer) error {
-			return c.Answer(ctx, id, q, api.AnswerRequest{Approve: a.Approve, ForSession: a.ForSession, Client: "attach"})
-		})
-		go func() { inputDone <- term.Run(ctx) }()
-	}
-	events := make(chan api.Event)
-	streamDone := make(chan error, 1)
-	go func() {
-		defer close(events)
-		for {
-			e, err := st.Next()
-			if err != nil {
-				streamDone <- err
-				return
-			}
-			select {
-			case events <- e:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	for {
-		select {
-		case e, ok := <-events:
-			if !ok {
-				err := <-streamDone
-				if errors.Is(err, io.EOF) || ctx.Err() != nil {
-					return nil
-				}
-				return err
-			}
-			switch e.Kind {
-			case orchestrator.EventQuestion:
-				if term != nil && e.Question != nil {
-					term.Notify(orchestrator.EventOf(e.Kind, e.Question, nil))
-				}
-			case orchestrator.EventSettled:
-				if term != nil && e.Settled != nil {
-					term.Notify(orchestrator.EventOf(e.Kind, nil, e.Settled))
-				}
-			default:
-				if printEvent(e, id, out, errOut) {
-					return nil
-				}
-			}
-		case err := <-inputDone:
-			if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
-				return nil
-			}
+	show := func(e api.Event) { printEvent(e, id, out, errOut) }
+	if watch {
+		defer st.Close()
+		if err := st.Follow(show); ctx.Err() == nil {
 			return err
-		case <-ctx.Done():
-			return nil
 		}
+		return nil
 	}
+	t := prompt.New(in, errOut, func(q string, a orchestrator.Answer) error {
+		return c.Answer(ctx, id, q, api.AnswerRequest{Approve: a.Approve, ForSession: a.ForSession, Client: "attach"})
+	})
+	return t.Serve(ctx, st, show)
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/client"
-	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/session"
 )
@@ -64,11 +63,11 @@ daemon there says what its sessions would have, the flags given passed as run pa
 					return err
 				}
 			} else {
-				l, err := loadSettings(workspace, cmd.Flags(), withKeys(runKeys, transportKeys), cmd.ErrOrStderr())
+				l, err := loadSettings(workspace, cmd.Flags(), api.OptionKeys(), cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
-				settings = effective(l)
+				settings = session.Effective(l)
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), settings)
@@ -91,6 +90,3 @@ daemon there says what its sessions would have, the flags given passed as run pa
 	cmd.AddCommand(show)
 	return cmd
 }
-
-// effective is every setting of l, by key, with its source.
-func effective(l *config.Loaded) []api.Setting { return session.Effective(l) }

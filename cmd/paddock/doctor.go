@@ -15,9 +15,6 @@ import (
 
 func init() { commands = append(commands, newDoctorCmd) }
 
-// check is one line of the doctor's report.
-type check = session.Check
-
 func newDoctorCmd() *cobra.Command {
 	var (
 		asJSON bool
@@ -58,7 +55,7 @@ whatever it finds; --json prints the checks as a JSON array.`,
 	return cmd
 }
 
-func printChecks(w io.Writer, checks []check) {
+func printChecks(w io.Writer, checks []session.Check) {
 	for _, c := range checks {
 		mark := "ok "
 		if !c.OK {

@@ -29,42 +29,26 @@ func daemonHost(fs *pflag.FlagSet) string {
 	return os.Getenv(client.HostEnv)
 }
 
-// hostedRequest turns run's command line into a session request: the flags given become
-// the request's fields and settings, as the daemon's own reading of them would.
+// commandsOwn are the flags of the commands that run through a daemon which are not a
+// session's options.
+var commandsOwn = map[string]bool{"workspace": true, "json": true, "budget": true, "no-output-timeout": true, "children": true, "parallel": true,
+	"listen": true, "session": true}
+
+// hostedRequest turns a command line into a session request (client.OpenRequest): the
+// flags given are its options, the commands' own and a daemon's --host aside.
 func hostedRequest(fs *pflag.FlagSet, workspace string) (api.OpenRequest, error) {
-	req := api.OpenRequest{Workspace: workspace, Settings: map[string]string{}}
-	keys := withKeys(runKeys, transportKeys)
-	var err error
+	var opts []client.Option
 	fs.Visit(func(f *pflag.Flag) {
-		if err != nil {
+		if commandsOwn[f.Name] || f.Name == "host" && strings.HasPrefix(f.Value.String(), "unix://") {
 			return
 		}
-		switch f.Name {
-		case "workspace", "json", "budget", "no-output-timeout", "children", "parallel", "listen", "session": // the commands' own
-		case "host":
-			if !strings.HasPrefix(f.Value.String(), "unix://") {
-				req.Settings[keys["host"]] = f.Value.String()
-			}
-		case "transport":
-			req.Transport = f.Value.String()
-		case "wrap":
-			req.Wrap = f.Value.String()
-		case "mount":
-			req.Mounts, _ = fs.GetStringArray("mount")
-		default:
-			key, ok := keys[f.Name]
-			if !ok {
-				err = &usageError{msg: fmt.Sprintf("--%s cannot be passed to a daemon's session; set it in the daemon's settings", f.Name)}
-				return
-			}
-			val := f.Value.String()
-			if sv, ok := f.Value.(pflag.SliceValue); ok {
-				val = strings.Join(sv.GetSlice(), ",")
-			}
-			req.Settings[key] = val
+		o := client.Option{Name: f.Name, Values: []string{f.Value.String()}}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			o.Values = sv.GetSlice()
 		}
+		opts = append(opts, o)
 	})
-	return req, err
+	return client.OpenRequest(workspace, opts...)
 }
 
 // runHosted runs a script in a new session of the daemon at host, printing its output as
@@ -100,18 +84,12 @@ func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script 
 			}
 		}}
 	if !asJSON {
-		o.Output = func(fd int, data string) {
-			if fd == 2 {
-				io.WriteString(errOut, data)
-			} else {
-				io.WriteString(out, data)
-			}
-		}
+		o.Output = func(fd int, data string) { io.WriteString(byFD(fd, out, errOut), data) }
 		if term.IsTerminal(int(os.Stdin.Fd())) {
 			t = prompt.New(os.Stdin, errOut, func(q string, a orchestrator.Answer) error {
 				return c.Answer(ctx, id, q, api.AnswerRequest{Approve: a.Approve, ForSession: a.ForSession, Client: "terminal"})
 			})
-			o.Questions = func(e api.Event) { t.Notify(orchestrator.EventOf(e.Kind, e.Question, e.Settled)) }
+			o.Questions = t.NotifyEvent
 		}
 	}
 	ran, err := c.Run(ctx, o)
@@ -123,21 +101,11 @@ func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script 
 	for _, w := range ended.Warnings {
 		fmt.Fprintln(errOut, "paddock: warning:", w)
 	}
-	if asJSON {
-		if err := printJSON(out, res.Result); err != nil {
-			return err
-		}
-	} else if res.End.Kind == orchestrator.Refused {
-		fmt.Fprintln(errOut, "paddock:", strings.Trim(orchestrator.EndOf(res.End).String(), "[]"))
-	}
-	if res.End.Status != 0 {
-		return outcome(res.End.Status, nil)
+	if err := printEnd(out, errOut, res.Result, asJSON); err != nil {
+		return err
 	}
 	if ended.HandbackError != "" { // the box's work is in a local copy only
 		return errors.New(ended.HandbackError)
 	}
-	if h := ended.Handback; h != nil && h.Counts.Conflicts > 0 {
-		return outcome(exitConflicts, fmt.Errorf("the workspace came back with conflicts: %d", h.Counts.Conflicts))
-	}
-	return nil
+	return conflicted(ended.Handback)
 }

@@ -131,26 +131,18 @@ func newSessionsCmd() *cobra.Command {
 		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withDaemon(host, func(c *client.Client) error {
-				ids := args
+				var closed []api.Session
+				var err error
 				if all {
-					ss, err := c.Sessions(cmd.Context())
-					if err != nil {
-						return err
-					}
-					for _, s := range ss {
-						if s.Parent == "" { // a root's close closes its children first
-							ids = append(ids, s.ID)
-						}
+					closed, err = c.CloseAll(cmd.Context())
+				} else {
+					var s api.Session
+					if s, err = c.CloseSession(cmd.Context(), args[0]); err == nil {
+						closed = append(closed, s)
 					}
 				}
-				var closed []api.Session
 				conflicts := false
-				for _, id := range ids {
-					s, err := c.CloseSession(cmd.Context(), id)
-					if err != nil {
-						return err
-					}
-					closed = append(closed, s)
+				for _, s := range closed {
 					if !asJSON {
 						fmt.Fprintf(cmd.OutOrStdout(), "session %s closed\n", s.ID)
 					}
@@ -161,14 +153,15 @@ func newSessionsCmd() *cobra.Command {
 						conflicts = conflicts || len(h.Conflicts) > 0
 					}
 				}
+				if err != nil {
+					return err
+				}
 				if asJSON {
-					var err error
-					if all {
-						err = printJSON(cmd.OutOrStdout(), closed)
-					} else {
-						err = printJSON(cmd.OutOrStdout(), closed[0])
+					var v any = closed // --all: the list
+					if !all {
+						v = closed[0]
 					}
-					if err != nil {
+					if err := printJSON(cmd.OutOrStdout(), v); err != nil {
 						return err
 					}
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/errdefs"
+	"github.com/paddockhq/paddock/internal/version"
 )
 
 // Exit codes, documented in README.md.
@@ -66,7 +67,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.Version = versionText()
+	root.Version = version.String()
 	root.SetVersionTemplate("paddock {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
 	for _, c := range commands {

@@ -9,10 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/policy"
 	"github.com/paddockhq/paddock/script"
-	"github.com/paddockhq/paddock/transport/environ"
+	"github.com/paddockhq/paddock/session"
 )
 
 func init() { commands = append(commands, newPolicyCmd) }
@@ -66,17 +65,10 @@ result is one object: {"grammar": "steps"|"exec", "steps": [{"command", "effects
 			if err != nil {
 				return err
 			}
-			pol, err := sessionPolicy(l)
+			a, err := session.Judge(session.Options{Workspace: root, Settings: l, AuditFile: session.AuditFile()}, wd, args[0])
 			if err != nil {
 				return err
 			}
-			sc, err := script.Parse(args[0])
-			if err != nil {
-				return err
-			}
-			ctx := &policy.Context{Cwd: wd, Env: environ.Local(os.Environ()), Roots: []string{root}, Settings: pol.Settings,
-				Auto: *pol.Auto, Rules: pol.Rules, Own: orchestrator.OwnPlaces(orchestrator.Config{Policy: pol})}
-			a := policy.Check(ctx, sc)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)

@@ -13,19 +13,6 @@ import (
 // job has no result, an event only the part its kind names), so each function here prints
 // what there is and never assumes the rest: FuzzDaemonRecords holds them to it.
 
-// jobState is a job's state in a listing: running, lost, or how it ended.
-func jobState(j api.Job) string {
-	switch {
-	case !j.Done:
-		return "running"
-	case j.Lost:
-		return "lost"
-	case j.Result == nil:
-		return "ended"
-	}
-	return j.Result.End.Kind
-}
-
 // resultText is a result as run prints it.
 func resultText(r *api.Result) string {
 	if r == nil {
@@ -46,7 +33,7 @@ func resultStatus(r *api.Result) int {
 func printJobs(w io.Writer, jobs []api.Job) {
 	fmt.Fprintln(w, "JOB\tSTATE\tSCRIPT")
 	for _, j := range jobs {
-		fmt.Fprintf(w, "%s\t%s\t%s\n", j.ID, jobState(j), strings.ReplaceAll(j.Script, "\n", "; "))
+		fmt.Fprintf(w, "%s\t%s\t%s\n", j.ID, j.State(), strings.ReplaceAll(j.Script, "\n", "; "))
 	}
 }
 
@@ -63,22 +50,17 @@ func printSessions(w io.Writer, ss []api.Session) {
 }
 
 // printEvent prints an event of a session's stream that is not a question: output to out
-// or errOut by its descriptor, a job's end and the session's close to errOut. It reports
-// whether the event closes the stream.
-func printEvent(e api.Event, id string, out, errOut io.Writer) (closed bool) {
+// or errOut by its descriptor, a job's end and the session's close to errOut.
+func printEvent(e api.Event, id string, out, errOut io.Writer) {
 	switch e.Kind {
 	case api.EventOutput:
 		if e.Output == nil {
-			return false
+			return
 		}
-		w := out
-		if e.Output.FD == 2 {
-			w = errOut
-		}
-		io.WriteString(w, e.Output.Data)
+		io.WriteString(byFD(e.Output.FD, out, errOut), e.Output.Data)
 	case api.EventJobEnd:
 		if e.Job == nil {
-			return false
+			return
 		}
 		end := "[ended]"
 		switch {
@@ -90,7 +72,5 @@ func printEvent(e api.Event, id string, out, errOut io.Writer) (closed bool) {
 		fmt.Fprintf(errOut, "paddock: job %s: %s\n", e.Job.ID, end)
 	case api.EventClosed:
 		fmt.Fprintf(errOut, "paddock: session %s closed\n", id)
-		return true
 	}
-	return false
 }

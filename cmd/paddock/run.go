@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,9 +26,6 @@ import (
 )
 
 func init() { commands = append(commands, newRunCmd) }
-
-// runKeys binds run's flags to settings keys: the session's output and shell options.
-var runKeys = session.RunKeys()
 
 // showHandback says what came back of a workspace copied to a box; nothing when none was.
 func showHandback(errOut io.Writer, rep *api.Report) {
@@ -58,7 +54,7 @@ func finish(s *orchestrator.Session, p *session.Prepared, errOut io.Writer) (*wo
 // the command's flags: l), the transport, its notices told on errOut. fin closes the session
 // and finishes what was prepared for it (a synced workspace comes back), once.
 func openSession(ctx context.Context, cmd *cobra.Command, dir string, tf *transportFlags, errOut io.Writer) (s *orchestrator.Session, l *config.Loaded, fin func() (*workspace.Report, error), err error) {
-	l, err = loadSettings(dir, cmd.Flags(), withKeys(runKeys, transportKeys), errOut)
+	l, err = loadSettings(dir, cmd.Flags(), api.OptionKeys(), errOut)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -121,29 +117,14 @@ PADDOCK_HOST) the session is opened in that daemon instead, with the same flags.
 			}
 			call := orchestrator.Call{Script: args[0]}
 			if !asJSON {
-				call.Live = func(_, fd int, data []byte) {
-					if fd == 2 {
-						errOut.Write(data)
-					} else {
-						out.Write(data)
-					}
-				}
+				call.Live = func(_, fd int, data []byte) { byFD(fd, out, errOut).Write(data) }
 			}
 			res, err := s.Run(ctx, call)
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(res); err != nil {
-					return err
-				}
-			} else if res.End.Kind == orchestrator.Refused {
-				fmt.Fprintln(errOut, "paddock:", strings.Trim(res.End.String(), "[]"))
-			}
-			if res.End.Status != 0 {
-				return outcome(res.End.Status, nil)
+			if err := printEnd(out, errOut, res.API(), asJSON); err != nil {
+				return err
 			}
 			// A workspace copied to a box comes back when the session closes; a hand-back
 			// that conflicted is the run's outcome.
@@ -151,10 +132,7 @@ PADDOCK_HOST) the session is opened in that daemon instead, with the same flags.
 			if err != nil {
 				return err
 			}
-			if rep != nil && rep.Counts.Conflicts > 0 {
-				return outcome(exitConflicts, fmt.Errorf("the workspace came back with conflicts: %d", rep.Counts.Conflicts))
-			}
-			return nil
+			return conflicted(rep.API())
 		},
 	}
 	f := cmd.Flags()
@@ -165,7 +143,40 @@ PADDOCK_HOST) the session is opened in that daemon instead, with the same flags.
 	return cmd
 }
 
-// registerRunFlags registers run's settings flags (runKeys).
+// printEnd prints how a script ended, as run prints it once its output went as it came: the
+// result as JSON, or a refusal's line; the script's status is the run's outcome.
+func printEnd(out, errOut io.Writer, res *api.Result, asJSON bool) error {
+	if asJSON {
+		if err := printJSON(out, res); err != nil {
+			return err
+		}
+	} else if res.End.Kind == orchestrator.Refused {
+		fmt.Fprintln(errOut, "paddock:", strings.Trim(orchestrator.EndOf(res.End).String(), "[]"))
+	}
+	if res.End.Status != 0 {
+		return outcome(res.End.Status, nil)
+	}
+	return nil
+}
+
+// conflicted is the outcome of a workspace that came back from a box with conflicts.
+func conflicted(rep *api.Report) error {
+	if rep != nil && rep.Counts.Conflicts > 0 {
+		return outcome(exitConflicts, fmt.Errorf("the workspace came back with conflicts: %d", rep.Counts.Conflicts))
+	}
+	return nil
+}
+
+// byFD is where output of descriptor fd goes: errOut for 2, else out.
+func byFD(fd int, out, errOut io.Writer) io.Writer {
+	if fd == 2 {
+		return errOut
+	}
+	return out
+}
+
+// registerRunFlags registers run's settings flags: the session's output and shell options
+// (api.RunKeys).
 func registerRunFlags(f *pflag.FlagSet) {
 	def := output.Default()
 	f.Int("max-bytes", def.Bytes, "bytes of each step's output kept in the result (0: all)")

@@ -1,22 +1,19 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/daemon"
-	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/internal/place"
-	"github.com/paddockhq/paddock/session"
+	"github.com/paddockhq/paddock/internal/version"
 )
 
 func init() { commands = append(commands, newServeCmd) }
@@ -39,51 +36,15 @@ of any other uid is refused. Each session is opened with the settings of its wor
 			if err != nil {
 				return err
 			}
-			socket = sock
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			// Every session is kept from this daemon's own state and socket, wherever they are.
-			open := func(ctx context.Context, req api.OpenRequest, at daemon.Where) (daemon.Opened, error) {
-				o, err := daemon.OpenRequest(ctx, req, at)
-				own := &o.Config.Policy.Own
-				own.Secret = append(own.Secret, place.Daemon(state)...)
-				own.Sockets = append(own.Sockets, socket)
-				return o, err
-			}
-			srv, err := daemon.New(daemon.Config{Open: open, Recover: daemon.RecoverSession, Settings: daemon.RequestSettings, StateDir: state, Version: buildVersion(), Log: log})
+			srv, err := daemon.New(daemon.Config{Open: daemon.OpenRequest, Recover: daemon.RecoverSession, Settings: daemon.RequestSettings,
+				StateDir: state, Socket: sock, Drain: drain, Log: log})
 			if err != nil {
 				return err
 			}
-			reapAtStart(cmd.Context(), log)
-			l, err := daemon.Listen(socket, log)
-			if err != nil {
-				srv.Leave() // the sessions taken up stay for a daemon that can listen
-				return err
-			}
-			log.Info("serving", "socket", "unix://"+socket, "state", state, "pid", os.Getpid())
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			done := make(chan error, 1)
-			go func() { done <- srv.Serve(l) }()
-			select {
-			case <-ctx.Done():
-			case err := <-done:
-				srv.Leave()
-				return err
-			}
-			if !drain {
-				log.Info("stopping: the sessions are left for the next daemon on this state directory")
-				srv.Leave()
-				err = <-done
-				os.Remove(socket)
-				return err
-			}
-			log.Info("stopping: closing every session (--drain)")
-			err = srv.Close()
-			if serr := <-done; err == nil {
-				err = serr
-			}
-			os.Remove(socket)
-			return err
+			return srv.Run(ctx)
 		},
 	}
 	cmd.Flags().BoolVar(&drain, "drain", false, "on SIGTERM or Ctrl-C close every session, ending its kernel and jobs (default: leave them for the next daemon)")
@@ -93,51 +54,7 @@ of any other uid is refused. Each session is opened with the settings of its wor
 }
 
 // buildVersion is the module version the binary was built from.
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
-
-// versionText is what --version prints: the module version, the commit the binary was
-// built from (+dirty when the tree had changes) and the Go version.
-func versionText() string {
-	v := buildVersion()
-	commit, dirty := "unknown", false
-	goVersion := ""
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		goVersion = bi.GoVersion
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				commit = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
-		}
-	}
-	if len(commit) > 12 {
-		commit = commit[:12]
-	}
-	if dirty {
-		commit += "+dirty"
-	}
-	return fmt.Sprintf("%s (commit %s, %s)", v, commit, goVersion)
-}
-
-// reapAtStart removes the containers of host processes that died (a killed daemon's
-// children, say), once the sessions it can take up again were: those wait while their state
-// directory is there. An engine that does not answer is skipped.
-func reapAtStart(ctx context.Context, log *slog.Logger) {
-	for _, p := range session.Providers() {
-		if n, err := p.Reap(ctx); err != nil {
-			log.Warn("reaper", "engine", p.Kind(), "err", err)
-		} else if n > 0 {
-			log.Info("reaper removed the containers of host processes that died", "engine", p.Kind(), "count", n)
-		}
-	}
-}
+func buildVersion() string { return version.Module() }
 
 // socketPath is the path --socket names: a path, or unix://PATH. The daemon serves only a
 // unix socket, whose directory and peers it can check; any other address (tcp://…) is

@@ -3,13 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"maps"
 
 	"github.com/spf13/pflag"
 
 	"github.com/paddockhq/paddock/config"
-	"github.com/paddockhq/paddock/orchestrator"
-	"github.com/paddockhq/paddock/session"
 )
 
 // loadSettings reads the settings for a command working in workspace, binding the command's
@@ -25,20 +22,4 @@ func loadSettings(workspace string, fs *pflag.FlagSet, keys map[string]string, w
 		fmt.Fprintln(w, "paddock: warning:", warn)
 	}
 	return l, nil
-}
-
-// sessionPolicy is the policy the settings give a CLI session, with its audit file.
-func sessionPolicy(l *config.Loaded) (orchestrator.Policy, error) {
-	p, err := session.Policy(l)
-	p.AuditFile = session.AuditFile()
-	return p, err
-}
-
-// withKeys joins flag-to-key bindings.
-func withKeys(sets ...map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, s := range sets {
-		maps.Copy(out, s)
-	}
-	return out
 }

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/paddockhq/paddock/config"
+	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/session"
 )
 
@@ -15,20 +15,16 @@ import (
 // value when it was given and the settings' otherwise; the rest have no settings key and are
 // the session's transport options (session.Transport).
 type transportFlags struct {
-	capAdd        []string
-	newPrivileges bool
-	noTmpfs       bool
-	mounts        []string
-	wrap          string
-	allowNet      []string
-	viaHost       bool
+	t      session.Transport // the options whose flags set them as they are
+	mounts []string
+	wrap   string
 
 	fs *pflag.FlagSet // the flags registered: which were given
 }
 
 // transportKeys binds the transport flags to settings keys: the session's transport
 // options, which the flags are named for.
-var transportKeys = session.TransportKeys()
+var transportKeys = api.TransportKeys()
 
 func (f *transportFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
@@ -39,9 +35,9 @@ func (f *transportFlags) register(fs *pflag.FlagSet) {
 	fs.Int64("pids-limit", 0, "docker: the sandbox's process limit; -1: none (default 1024)")
 	fs.String("user", "", "docker: the user the kernel runs as, uid[:gid] (default: the image's)")
 	fs.Bool("writable-root", false, "docker: leave the sandbox's root filesystem writable (default: read-only)")
-	fs.StringSliceVar(&f.capAdd, "cap-add", nil, "docker: a capability the sandbox keeps (default: none; repeatable)")
-	fs.BoolVar(&f.newPrivileges, "new-privileges", false, "docker: leave the engine's no-new-privileges flag off (the kernel sets no_new_privs on itself all the same)")
-	fs.BoolVar(&f.noTmpfs, "no-tmpfs", false, "docker: no private tmpfs at /tmp")
+	fs.StringSliceVar(&f.t.CapAdd, "cap-add", nil, "docker: a capability the sandbox keeps (default: none; repeatable)")
+	fs.BoolVar(&f.t.NewPrivileges, "new-privileges", false, "docker: leave the engine's no-new-privileges flag off (the kernel sets no_new_privs on itself all the same)")
+	fs.BoolVar(&f.t.NoTmpfs, "no-tmpfs", false, "docker: no private tmpfs at /tmp")
 	fs.StringSlice("env", nil, "host variables passed into a sandbox (credentials never are; repeatable)")
 	fs.StringArrayVar(&f.mounts, "mount", nil, "HOST:SANDBOX[:ro], a directory both sides see (default for docker: the workspace at its own path; repeatable)")
 	fs.StringVar(&f.wrap, "wrap", "", `wrapped: the wrapper command, e.g. "docker exec -i box"`)
@@ -49,15 +45,15 @@ func (f *transportFlags) register(fs *pflag.FlagSet) {
 	fs.String("host", "", "ssh: the box, an ssh_config alias or [user@]host[:port] (--transport ssh); unix://PATH: the daemon to run in")
 	fs.String("kernel-cache", "", "ssh: the directory on the box that keeps kernels (default ~/.cache/paddock/kernel)")
 	fs.Bool("sync", false, "ssh: copy the workspace to the box and hand it back at the end, for a box with no shared filesystem")
-	fs.StringArrayVar(&f.allowNet, "allow-net", nil, "HOST[:PORT], *.DOMAIN[:PORT] or ADDRESS[:PORT] the sandbox connects to unasked, besides network.allow (repeatable, comma lists)")
+	fs.StringArrayVar(&f.t.AllowNet, "allow-net", nil, "HOST[:PORT], *.DOMAIN[:PORT] or ADDRESS[:PORT] the sandbox connects to unasked, besides network.allow (repeatable, comma lists)")
 	fs.String("egress", "", "the sandbox's way out: auto (the host's judging proxy for containers without a network), proxy (also local and wrapped, advisory) or off (default: network.egress, auto)")
-	fs.BoolVar(&f.viaHost, "egress-via-host", false, "ssh: offer the box's steps the host's judging proxy through the connection (the box's network stays its own: advisory)")
+	fs.BoolVar(&f.t.EgressViaHost, "egress-via-host", false, "ssh: offer the box's steps the host's judging proxy through the connection (the box's network stays its own: advisory)")
 	fs.Int("pool", 0, "docker, containerd: sandboxes kept started ahead, kernels answering, for this command's sessions and their children (default 0: none)")
 }
 
 // options are the session's transport options the flags give.
 func (f *transportFlags) options() (session.Transport, error) {
-	t := session.Transport{CapAdd: f.capAdd, NewPrivileges: f.newPrivileges, NoTmpfs: f.noTmpfs, AllowNet: f.allowNet, EgressViaHost: f.viaHost}
+	t := f.t
 	for _, m := range f.mounts {
 		pm, err := session.ParseMount(m)
 		if err != nil {
@@ -86,10 +82,4 @@ func (f *transportFlags) prepare(ctx context.Context, workspace string, l *confi
 		return nil, err
 	}
 	return session.Prepare(ctx, session.Options{Workspace: workspace, Settings: l, Transport: opts, AuditFile: session.AuditFile()})
-}
-
-// oneLine is an error's first line.
-func oneLine(err error) string {
-	s, _, _ := strings.Cut(err.Error(), "\n")
-	return s
 }

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,13 +22,6 @@ func newWorkspaceCmd() *cobra.Command {
 	return c
 }
 
-func cmdContext(cmd *cobra.Command) context.Context {
-	if ctx := cmd.Context(); ctx != nil {
-		return ctx
-	}
-	return context.Background()
-}
-
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -44,21 +35,16 @@ func newWorkspaceListCmd() *cobra.Command {
 		Short: "List the files an isolated workspace of PARENT would copy",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			es, err := workspace.List(cmdContext(cmd), args[0], workspace.ListOptions{})
+			es, err := workspace.List(cmd.Context(), args[0], workspace.ListOptions{})
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				type entry struct {
-					Path string `json:"path"`
-					Kind string `json:"kind"`
+				if es == nil {
+					es = []workspace.Entry{} // a list, even an empty one
 				}
-				list := make([]entry, len(es))
-				for i, e := range es {
-					list[i] = entry{e.Path, e.Kind.String()}
-				}
-				return printJSON(out, list)
+				return printJSON(out, es)
 			}
 			for _, e := range es {
 				suffix := ""
@@ -88,7 +74,7 @@ works. Files are cloned by extents where the filesystem can (XFS, btrfs, APFS), 
 by bytes with a warning. DIR must not exist or be empty.`,
 		Args: usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := workspace.Clone(cmdContext(cmd), args[0], args[1], workspace.Options{})
+			rep, err := workspace.Clone(cmd.Context(), args[0], args[1], workspace.Options{})
 			if err != nil {
 				return err
 			}
@@ -99,10 +85,7 @@ by bytes with a warning. DIR must not exist or be empty.`,
 			if asJSON {
 				return printJSON(out, rep)
 			}
-			fmt.Fprintf(out, "cloned %s into %s\n", rep.Parent, rep.Dir)
-			fmt.Fprintf(out, "  %d files (%d bytes), %d symlinks, %d directories\n", rep.Files, rep.Bytes, rep.Symlinks, rep.Dirs)
-			fmt.Fprintf(out, "  %d cloned by extents, %d copied by bytes (%d bytes)\n", rep.Cloned, rep.Copied, rep.CopiedB)
-			fmt.Fprintf(out, "  %s\n", rep.Elapsed.Round(time.Millisecond))
+			fmt.Fprint(out, rep)
 			fmt.Fprintf(out, "the child works in %s\n", filepath.Join(rep.Dir, workspace.CopyDir))
 			return nil
 		},
@@ -125,7 +108,7 @@ removed. A hand-back cut at any moment can be rerun to the same result. Exits 3 
 were conflicts.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := workspace.Handback(cmdContext(cmd), args[0])
+			rep, err := workspace.Handback(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -135,7 +118,7 @@ were conflicts.`,
 					return err
 				}
 			} else {
-				printHandback(out, rep)
+				fmt.Fprint(out, rep)
 			}
 			if len(rep.Conflicts) > 0 {
 				return outcome(exitConflicts, nil)
@@ -145,21 +128,4 @@ were conflicts.`,
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON (the content of handback.json)")
 	return c
-}
-
-func printHandback(w io.Writer, rep *workspace.Report) {
-	fmt.Fprintf(w, "handed back %s into %s: %d taken, %d conflicts (%d paths listed, %d changed by the child, %d new ones ignored)\n",
-		filepath.Join(rep.Dir, workspace.CopyDir), rep.Parent, rep.Counts.Taken, rep.Counts.Conflicts,
-		rep.Counts.Listed, rep.Counts.Changed, rep.Counts.Ignored)
-	mark := map[string]string{"added": "A", "modified": "M", "removed": "D"}
-	for _, c := range rep.Taken {
-		fmt.Fprintf(w, "  %s %s\n", mark[c.Change], c.Path)
-	}
-	for _, c := range rep.Conflicts {
-		where := "the child removed it"
-		if c.Saved != "" {
-			where = "the child's version is at " + filepath.Join(rep.Dir, filepath.FromSlash(c.Saved))
-		}
-		fmt.Fprintf(w, "  C %s (%s; parent holds %s): %s\n", c.Path, c.Reason, c.Parent, where)
-	}
 }

@@ -51,6 +51,14 @@ func TestWorkspaceCommands(t *testing.T) {
 	if code != exitOK || out != "a.txt\nb.txt\n" {
 		t.Fatalf("list: code %d, out %q", code, out)
 	}
+	out, _, code = wsRun(t, "workspace", "list", "--json", parent)
+	if want := "[\n  {\n    \"path\": \"a.txt\",\n    \"kind\": \"file\"\n  },\n  {\n    \"path\": \"b.txt\",\n    \"kind\": \"file\"\n  }\n]\n"; code != exitOK || out != want {
+		t.Fatalf("list --json: code %d, out %q, want %q", code, out, want)
+	}
+	out, _, code = wsRun(t, "workspace", "list", "--json", t.TempDir())
+	if code != exitOK || out != "[]\n" {
+		t.Fatalf("list --json of nothing: code %d, out %q", code, out)
+	}
 	out, errOut, code := wsRun(t, "workspace", "clone", "--json", parent, dir)
 	if code != exitOK {
 		t.Fatalf("clone: code %d: %s", code, errOut)

@@ -165,6 +165,20 @@ type Job struct {
 	Saved *ArtifactReport `json:"saved,omitempty"`
 }
 
+// State is the job's state in one word: running, lost, or how it ended (its end's kind;
+// ended when no result was recorded).
+func (j Job) State() string {
+	switch {
+	case !j.Done:
+		return "running"
+	case j.Lost:
+		return "lost"
+	case j.Result == nil:
+		return "ended"
+	}
+	return j.Result.End.Kind
+}
+
 // SpawnRequest spawns a child.
 type SpawnRequest struct {
 	Name      string   `json:"name"`

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/orchestrator"
 )
@@ -49,6 +50,17 @@ func (t *Terminal) Notify(e orchestrator.Event) {
 	select {
 	case t.wake <- struct{}{}:
 	default:
+	}
+}
+
+// NotifyEvent is Notify for an event of a daemon's stream: a question or its settling. An
+// event that lacks the part its kind names is ignored.
+func (t *Terminal) NotifyEvent(e api.Event) {
+	switch {
+	case e.Kind == api.EventQuestion && e.Question != nil:
+		t.Notify(orchestrator.EventOf(e.Kind, e.Question, nil))
+	case e.Kind == api.EventSettled && e.Settled != nil:
+		t.Notify(orchestrator.EventOf(e.Kind, nil, e.Settled))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/policy"
@@ -157,5 +158,24 @@ func TestTerminalAnswersReadAhead(t *testing.T) {
 	defer mu.Unlock()
 	if len(answers) != 2 || !answers[0].Approve || answers[1].Approve {
 		t.Fatalf("answers %+v, want yes then no", answers)
+	}
+}
+
+// A daemon's question is queued and shown as a session's, its settling drops it; an event
+// lacking its part is ignored, never a panic.
+func TestNotifyEvent(t *testing.T) {
+	t.Parallel()
+	term := New(strings.NewReader(""), io.Discard, func(string, orchestrator.Answer) error { return nil })
+	for _, e := range []api.Event{{Kind: api.EventQuestion}, {Kind: api.EventSettled}, {Kind: api.EventOutput},
+		{Kind: api.EventQuestion, Settled: &api.Settlement{ID: "q0"}}} {
+		term.NotifyEvent(e)
+	}
+	term.NotifyEvent(api.Event{Kind: api.EventQuestion, Question: &api.Question{ID: "q1", Step: 1, Command: "rm\x1b[2J x", Effects: []string{"write"}}})
+	term.NotifyEvent(api.Event{Kind: api.EventQuestion, Question: &api.Question{ID: "q2", Step: 2, Command: "touch y", Effects: []string{"write"}}})
+	term.NotifyEvent(api.Event{Kind: api.EventSettled, Settled: &api.Settlement{ID: "q2"}})
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	if len(term.queue) != 2 || term.queue[0].ID != "q1" || term.queue[0].Command != "rm\x1b[2J x" || !term.settled["q2"] || term.settled["q0"] {
+		t.Errorf("queue %+v, settled %v", term.queue, term.settled)
 	}
 }
