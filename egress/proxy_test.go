@@ -527,35 +527,8 @@ func TestProxyHalfOpenClosedAtEnd(t *testing.T) {
 func TestProxyBoundsConnections(t *testing.T) {
 	t.Parallel()
 	const bound, clients = 4, 12
-	var mu sync.Mutex
-	now, most := 0, 0
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer echo.Close()
-	go func() {
-		for {
-			c, err := echo.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			now++
-			most = max(most, now)
-			mu.Unlock()
-			go func() {
-				io.Copy(c, c)
-				// Counted out before the close the tunnel ends on, and so before the slot
-				// it held is free.
-				mu.Lock()
-				now--
-				mu.Unlock()
-				c.Close()
-			}()
-		}
-	}()
-	x := startProxy(t, Config{Allow: mustRules(t, echo.Addr().String()), Limits: NewLimits(bound, 0, 0)})
+	echo := startCountingEcho(t)
+	x := startProxy(t, Config{Allow: mustRules(t, echo.l.Addr().String()), Limits: NewLimits(bound, 0, 0)})
 	var wg sync.WaitGroup
 	for i := range clients {
 		wg.Go(func() {
@@ -566,7 +539,7 @@ func TestProxyBoundsConnections(t *testing.T) {
 			}
 			defer c.Close()
 			auth := base64.StdEncoding.EncodeToString([]byte(User + ":s3cret"))
-			fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %[1]s\r\nProxy-Authorization: Basic %s\r\n\r\n", echo.Addr(), auth)
+			fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %[1]s\r\nProxy-Authorization: Basic %s\r\n\r\n", echo.l.Addr(), auth)
 			br := bufio.NewReader(c)
 			resp, err := http.ReadResponse(br, nil)
 			if err != nil || resp.StatusCode != 200 {
@@ -581,9 +554,7 @@ func TestProxyBoundsConnections(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if most > bound {
+	if most := echo.most(); most > bound {
 		t.Errorf("the target saw %d connections at once through a proxy bound to %d", most, bound)
 	}
 }
@@ -715,37 +686,10 @@ func TestProxyCloseWaitsForRequests(t *testing.T) {
 func TestProxyLimitsShared(t *testing.T) {
 	t.Parallel()
 	const bound = 3
-	var mu sync.Mutex
-	now, most := 0, 0
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer echo.Close()
-	go func() {
-		for {
-			c, err := echo.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			now++
-			most = max(most, now)
-			mu.Unlock()
-			go func() {
-				io.Copy(c, c)
-				// Counted out before the close the tunnel ends on, and so before the slot
-				// it held is free.
-				mu.Lock()
-				now--
-				mu.Unlock()
-				c.Close()
-			}()
-		}
-	}()
+	echo := startCountingEcho(t)
 	lim := NewLimits(bound, 0, 0)
-	a := startProxy(t, Config{Allow: mustRules(t, echo.Addr().String()), Limits: lim})
-	b := startProxy(t, Config{Allow: mustRules(t, echo.Addr().String()), Limits: lim})
+	a := startProxy(t, Config{Allow: mustRules(t, echo.l.Addr().String()), Limits: lim})
+	b := startProxy(t, Config{Allow: mustRules(t, echo.l.Addr().String()), Limits: lim})
 	var wg sync.WaitGroup
 	for i := range 10 {
 		addr := []string{a.addr, b.addr}[i%2]
@@ -756,7 +700,7 @@ func TestProxyLimitsShared(t *testing.T) {
 				return
 			}
 			defer c.Close()
-			fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %[1]s\r\n%s\r\n", echo.Addr(), auth)
+			fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %[1]s\r\n%s\r\n", echo.l.Addr(), auth)
 			br := bufio.NewReader(c)
 			if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
 				t.Errorf("%v %v", resp, err)
@@ -768,9 +712,7 @@ func TestProxyLimitsShared(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if most > bound {
+	if most := echo.most(); most > bound {
 		t.Errorf("the target saw %d at once through two proxies sharing a bound of %d", most, bound)
 	}
 }
@@ -789,4 +731,51 @@ func TestProxyOwnAddressesReserved(t *testing.T) {
 	if r := DialableFrom(mustRules(t, "8.8.4.4:80"), nil, []netip.Addr{own}, own, 80); r != "" {
 		t.Errorf("named by address, the host's own address is %q", r)
 	}
+}
+
+// countingEcho is an echo server that counts the connections it holds at once.
+type countingEcho struct {
+	l net.Listener
+
+	mu       sync.Mutex
+	now, top int // guarded by mu
+}
+
+func startCountingEcho(t *testing.T) *countingEcho {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &countingEcho{l: l}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			e.mu.Lock()
+			e.now++
+			e.top = max(e.top, e.now)
+			e.mu.Unlock()
+			go func() {
+				io.Copy(c, c)
+				// Counted out before the close the tunnel ends on, and so before the slot it
+				// held is free.
+				e.mu.Lock()
+				e.now--
+				e.mu.Unlock()
+				c.Close()
+			}()
+		}
+	}()
+	return e
+}
+
+// most is the most connections it held at once.
+func (e *countingEcho) most() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.top
 }
