@@ -120,6 +120,36 @@ func BenchmarkDockerStepTrue(b *testing.B) {
 	}
 }
 
+// BenchmarkDockerStepTrueListening is BenchmarkDockerStepTrue with the kernel listening on a
+// socket bound into the container (as a daemon's sessions do) rather than on the stdio the
+// engine relays: the frames reach the kernel without passing through the engine.
+func BenchmarkDockerStepTrueListening(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	env, _ := environ.Sandbox(os.Environ(), nil, sandboxEnv, e.pm)
+	dir, err := os.MkdirTemp("", "pd-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: e.ws, Transport: e.tr, Kernel: e.kernel, Env: env, PathMap: e.pm,
+		Listen: filepath.Join(dir, "kernel"), Key: randomName("key-") + randomName("")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	if s.Listening().Key == "" {
+		b.Fatal("the kernel does not listen")
+	}
+	b.ResetTimer()
+	for range b.N {
+		res, err := s.Bash(ctx, "true")
+		if err != nil || res.End.Status != 0 {
+			b.Fatalf("true: %v %v", res, err)
+		}
+	}
+}
+
 func BenchmarkDockerExecTrue(b *testing.B) {
 	e := newBenchEnv(b)
 	box := longLived(b, e.tr.Client, e.img, e.kernel, e.ws)
