@@ -108,6 +108,9 @@ func (c *slotConn) Close() error {
 	return err
 }
 
+// NetConn is the connection the slot is held for.
+func (c *slotConn) NetConn() net.Conn { return c.Conn }
+
 // CloseWrite ends the writing half, as the connection it wraps can (a tunnel passes each
 // end on as a half close).
 func (c *slotConn) CloseWrite() error {

@@ -563,19 +563,31 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request, t Target, j judge
 	if _, err := io.WriteString(in, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
 		return
 	}
-	// What the client sent after its head (a TLS hello, eagerly) is in buf.
+	// The bytes are copied between the connections themselves (a listener's wrapper set
+	// aside), so that the kernel moves them without a copy through this process (splice).
+	raw := in
+	if u, ok := in.(interface{ NetConn() net.Conn }); ok {
+		raw = u.NetConn()
+	}
 	var sent, received atomic.Int64
 	var both sync.WaitGroup
 	both.Add(2)
 	go func() {
 		defer both.Done()
-		n, _ := io.Copy(out, io.MultiReader(io.LimitReader(buf.Reader, int64(buf.Reader.Buffered())), in))
-		sent.Store(n)
+		// What the client sent after its head (a TLS hello, eagerly) is in buf.
+		early, _ := buf.Reader.Peek(buf.Reader.Buffered())
+		n, err := out.Write(early)
+		if err == nil {
+			var m int64
+			m, _ = io.Copy(out, raw)
+			n += int(m)
+		}
+		sent.Store(int64(n))
 		closeWrite(out)
 	}()
 	go func() {
 		defer both.Done()
-		n, _ := io.Copy(in, out)
+		n, _ := io.Copy(raw, out)
 		received.Store(n)
 		closeWrite(in)
 	}()
