@@ -29,8 +29,9 @@ import (
 type Report struct {
 	Parent    string           `json:"parent"`
 	Dir       string           `json:"dir"`
-	Taken     []Change         `json:"taken"`     // the child's changes now in the parent
-	Conflicts []ConflictedPath `json:"conflicts"` // the child's changes not taken
+	Taken     []Change         `json:"taken"`            // the child's changes now in the parent
+	Merged    []Change         `json:"merged,omitempty"` // files both changed whose lines merged cleanly, now the merge
+	Conflicts []ConflictedPath `json:"conflicts"`        // the child's changes not taken
 	Counts    Counts           `json:"counts"`
 }
 
@@ -51,15 +52,19 @@ type ConflictedPath struct {
 	// Saved is where the child's version is, relative to the workspace directory
 	// (conflicts/PATH); empty when the child removed the path.
 	Saved string `json:"saved,omitempty"`
+	// Marked, for a text file whose lines did not merge cleanly, is where git's merge with
+	// its conflict markers is, relative to the workspace directory (conflicts/PATH.merge).
+	Marked string `json:"marked,omitempty"`
 }
 
 // Counts sums up a hand-back.
 type Counts struct {
-	Listed    int `json:"listed"`    // paths in the manifest
-	Changed   int `json:"changed"`   // paths the child changed
-	Taken     int `json:"taken"`     // of those, now the child's version in the parent
-	Conflicts int `json:"conflicts"` // of those, not taken
-	Ignored   int `json:"ignored"`   // new paths of the child that the ignore rules leave out
+	Listed    int `json:"listed"`           // paths in the manifest
+	Changed   int `json:"changed"`          // paths the child changed
+	Taken     int `json:"taken"`            // of those, now the child's version in the parent
+	Merged    int `json:"merged,omitempty"` // of those, now the clean line merge of both versions
+	Conflicts int `json:"conflicts"`        // of those, not taken
+	Ignored   int `json:"ignored"`          // new paths of the child that the ignore rules leave out
 }
 
 // compared counts content comparisons, for the test that unchanged files are not read.
@@ -125,6 +130,19 @@ func Merge(ctx context.Context, dir string) (*Report, error) {
 	if err := h.clean(steps); err != nil {
 		return nil, err
 	}
+	// The merged contents' hashes go to the journal before the parent changes: a rerun
+	// after a cut finds a merge it already took by them (see gather).
+	journal := map[string]string{}
+	for _, s := range steps {
+		if s.Action == Merged {
+			journal[s.Path] = contentHash(h.merges[s.Path])
+		}
+	}
+	if len(journal) > 0 {
+		if err := writeJournal(dir, journal); err != nil {
+			return nil, err
+		}
+	}
 	for _, s := range steps {
 		if s.Action == Conflict && s.Child != Absent {
 			// The saved versions are private to the workspace's owner.
@@ -143,7 +161,7 @@ func Merge(ctx context.Context, dir string) (*Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if (s.Action == Take && s.Parent != Dir || s.Action == Conflict) && (s.Child == File || s.Child == Symlink) {
+		if (s.Action == Take && s.Parent != Dir || s.Action == Conflict || s.Action == Merged) && (s.Child == File || s.Child == Symlink) {
 			leaves = append(leaves, s)
 			continue
 		}
@@ -184,6 +202,9 @@ func Discard(dir string) error {
 		}
 		step("remove " + name)
 	}
+	if err := os.Remove(filepath.Join(dir, JournalName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	return nil
 }
 
@@ -192,7 +213,9 @@ type handback struct {
 	m                       *manifest
 	index                   map[string]int // path -> record
 	ignored                 atomic.Int64
-	dirs                    map[string]bool // parent paths known to be directories
+	dirs                    map[string]bool   // parent paths known to be directories
+	journal                 map[string]string // a cut run's merged contents' hashes, by path
+	merges                  map[string][]byte // by path: the clean merge, or the marked one
 }
 
 // lstatParent gives the facts of the parent's entry at p, which is Absent when a path
@@ -337,11 +360,98 @@ func (h *handback) gather(ctx context.Context) ([]PathFacts, error) {
 			}
 		}
 	}
+	if err := h.mergeLines(ctx, out, cs); err != nil {
+		return nil, err
+	}
 	facts := make([]PathFacts, len(out))
 	for i, f := range out {
 		facts[i] = *f
 	}
 	return facts, nil
+}
+
+// mergeLines merges by lines each file both changed differently that is a text file of
+// one mode in the base, the parent and the child, and records the outcome in its facts
+// and the merge in h.merges. A file the journal of a cut run names, whose parent's content
+// is the merge recorded there, was merged before the cut: it is merged again, to the
+// content it holds.
+func (h *handback) mergeLines(ctx context.Context, fs []*PathFacts, cs *copyState) error {
+	j, err := readJournal(h.dir)
+	if err != nil {
+		return err
+	}
+	h.journal, h.merges = j, map[string][]byte{}
+	for _, f := range fs {
+		if !f.ChildChanged || !f.ParentChanged || f.Base != File || f.Parent != File || f.Child != File {
+			continue
+		}
+		i, ok := h.index[f.Path]
+		if !ok {
+			continue
+		}
+		rec, child := &h.m.records[i], cs.listed[i].facts
+		pname, bname, cname := join(h.parent, f.Path), join(h.base, f.Path), join(h.copy, f.Path)
+		if want, ok := h.journal[f.Path]; ok {
+			if pb, err := readRegular(pname, maxMergeSize); err == nil && contentHash(pb) == want {
+				f.Same, f.Merge = false, MergeClean
+				h.merges[f.Path] = pb
+				continue
+			}
+		}
+		if f.Same {
+			continue
+		}
+		pf, _, err := lstatFacts(pname)
+		if err != nil {
+			return err
+		}
+		perm := rec.Parent.Mode & 0o7777
+		if pf.Mode&0o7777 != perm || child.Mode&0o7777 != perm ||
+			pf.Size > maxMergeSize || child.Size > maxMergeSize || rec.Parent.Size > maxMergeSize {
+			continue
+		}
+		text := true
+		for _, name := range []string{pname, bname, cname} {
+			if bin, err := looksBinary(name); err != nil {
+				return err
+			} else if bin {
+				text = false
+				break
+			}
+		}
+		if !text {
+			continue
+		}
+		out, clean, ok, err := lineMerge(ctx, h.dir, pname, bname, cname)
+		if err != nil {
+			return fmt.Errorf("merge %s: %w", f.Path, err)
+		}
+		switch {
+		case !ok:
+		case clean:
+			f.Merge = MergeClean
+			h.merges[f.Path] = out
+		default:
+			f.Merge = MergeMarked
+			h.merges[f.Path] = out
+		}
+	}
+	return nil
+}
+
+// looksBinary applies git's test for a binary file: a NUL byte among its first 8000.
+func looksBinary(name string) (bool, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	buf := make([]byte, 8000)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return false, err
+	}
+	return bytes.IndexByte(buf[:n], 0) >= 0, nil
 }
 
 func sameFacts(a, b facts) bool { return a == b }
@@ -520,7 +630,11 @@ func (h *handback) clean(steps []Step) error {
 		if s.Action == Keep {
 			continue
 		}
-		for _, name := range []string{join(h.parent, s.Path), join(filepath.Join(h.dir, ConflictsDir), s.Path)} {
+		names := []string{join(h.parent, s.Path), join(filepath.Join(h.dir, ConflictsDir), s.Path)}
+		if s.Marked != "" {
+			names = append(names, join(filepath.Join(h.dir, ConflictsDir), s.Marked))
+		}
+		for _, name := range names {
 			t := tempFor(name)
 			if _, err := os.Lstat(t); err == nil {
 				if err := removeAll(t); err != nil {
@@ -538,11 +652,21 @@ func (h *handback) do(s Step) error {
 	switch s.Action {
 	case Take:
 		return h.put(join(h.copy, s.Path), join(h.parent, s.Path), s.Child)
+	case Merged:
+		i := h.index[s.Path]
+		return putBytes(h.merges[s.Path], join(h.parent, s.Path), h.m.records[i].Parent.Mode&0o7777)
 	case Conflict:
 		if s.Child == Absent {
 			return nil
 		}
-		return h.put(join(h.copy, s.Path), join(filepath.Join(h.dir, ConflictsDir), s.Path), s.Child)
+		conflicts := filepath.Join(h.dir, ConflictsDir)
+		if s.Marked != "" {
+			// The marked merge is the workspace owner's to read, like the saved versions.
+			if err := putBytes(h.merges[s.Path], join(conflicts, s.Marked), 0o600); err != nil {
+				return err
+			}
+		}
+		return h.put(join(h.copy, s.Path), join(conflicts, s.Path), s.Child)
 	}
 	return nil
 }
@@ -652,6 +776,7 @@ func (h *handback) report(facts []PathFacts, steps []Step) *Report {
 		base[f.Path] = f.Base
 	}
 	rep := &Report{Parent: h.parent, Dir: h.dir, Taken: []Change{}, Conflicts: []ConflictedPath{}}
+	var merged []Change
 	for _, s := range steps {
 		switch s.Action {
 		case Take, Same:
@@ -663,19 +788,26 @@ func (h *handback) report(facts []PathFacts, steps []Step) *Report {
 				c.Change = "removed"
 			}
 			rep.Taken = append(rep.Taken, c)
+		case Merged:
+			merged = append(merged, Change{Path: s.Path, Change: "modified", Kind: File.String()})
 		case Conflict:
 			c := ConflictedPath{Path: s.Path, Reason: s.Reason, Parent: s.Parent.String(), Child: s.Child.String()}
 			if s.Child != Absent {
 				c.Saved = ConflictsDir + "/" + s.Path
+			}
+			if s.Marked != "" {
+				c.Marked = ConflictsDir + "/" + s.Marked
 			}
 			rep.Conflicts = append(rep.Conflicts, c)
 		}
 	}
 	slices.SortFunc(rep.Taken, func(a, b Change) int { return comparePaths(a.Path, b.Path) })
 	slices.SortFunc(rep.Conflicts, func(a, b ConflictedPath) int { return comparePaths(a.Path, b.Path) })
+	slices.SortFunc(merged, func(a, b Change) int { return comparePaths(a.Path, b.Path) })
+	rep.Merged = merged
 	rep.Counts = Counts{
-		Listed: len(h.m.records), Taken: len(rep.Taken), Conflicts: len(rep.Conflicts),
-		Changed: len(rep.Taken) + len(rep.Conflicts), Ignored: int(h.ignored.Load()),
+		Listed: len(h.m.records), Taken: len(rep.Taken), Merged: len(merged), Conflicts: len(rep.Conflicts),
+		Changed: len(rep.Taken) + len(merged) + len(rep.Conflicts), Ignored: int(h.ignored.Load()),
 	}
 	return rep
 }

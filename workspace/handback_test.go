@@ -92,7 +92,7 @@ var rows = []row{
 		want: spec("a=2", "l->b", "n=3"), taken: map[string]string{"a": "modified", "b": "removed", "l": "modified", "n": "added"}},
 	{name: "both changed differently",
 		base: spec("a=1", "l->a"), parent: spec("a=2", "l->p"), child: spec("a=3", "l->c"),
-		want: spec("a=2", "l->p"), saved: spec("a=3", "l->c"),
+		want: spec("a=2", "l->p"), saved: spec("a=3", "l->c", "a.merge=<<<<<<< parent\n2\n=======\n3\n>>>>>>> child\n"),
 		conflicts: map[string]string{"a": ReasonBothChanged, "l": ReasonBothChanged}},
 	{name: "both added differently",
 		base: spec("k=0"), parent: spec("k=0", "n=p"), child: spec("k=0", "n=c"),
@@ -251,7 +251,10 @@ func TestHandbackReadsOnlyChanged(t *testing.T) {
 // law: cow_conflict_reported
 // law: cow_conflict_is_real
 // law: cow_plan_is_merge
+// law: cow_merge_clean
+// law: cow_merge_marked
 func TestHandbackProperty(t *testing.T) {
+	needGit(t)
 	n := 300
 	if testing.Short() {
 		n = 40
@@ -267,19 +270,13 @@ func TestHandbackProperty(t *testing.T) {
 		}
 		r := readTree(t, parent)
 		k := readTree(t, filepath.Join(dir, ConflictsDir))
-		o := outcome{conflicts: map[string]string{}, taken: map[string]bool{}}
-		for _, x := range rep.Conflicts {
-			o.conflicts[x.Path] = x.Reason
-		}
-		for _, x := range rep.Taken {
-			o.taken[x.Path] = true
-		}
-		if bad := checkLaws(b, p, c, r, k, o); len(bad) > 0 {
+		o := outcomeOfReport(rep)
+		if bad := checkLaws(b, p, c, r, k, o, gitMerge(t)); len(bad) > 0 {
 			t.Fatalf("case %d:\nbase %v\nparent %v\nchild %v\nresult %v\n%s", i, b, p, c, r, strings.Join(bad, "\n"))
 		}
 		// The model of the plan agrees with the disk.
-		steps := Plan(factsOfModels(b, p, c))
-		mr, mk := applyPlan(t, p, c, steps)
+		steps := Plan(factsOfModels(b, p, c, gitMerge(t)))
+		mr, mk := applyPlan(t, b, p, c, steps, gitMerge(t))
 		if diff := diffTrees(mr, r); diff != "" {
 			t.Fatalf("case %d: the disk differs from the plan's model:\n%s", i, diff)
 		}
@@ -287,4 +284,22 @@ func TestHandbackProperty(t *testing.T) {
 			t.Fatalf("case %d: saved conflicts differ from the plan's model:\n%s", i, diff)
 		}
 	}
+}
+
+// outcomeOfReport is what a hand-back's report says, for the laws.
+func outcomeOfReport(rep *Report) outcome {
+	o := outcome{conflicts: map[string]string{}, taken: map[string]bool{}, merged: map[string]bool{}, marked: map[string]string{}}
+	for _, x := range rep.Conflicts {
+		o.conflicts[x.Path] = x.Reason
+		if x.Marked != "" {
+			o.marked[x.Path] = strings.TrimPrefix(x.Marked, ConflictsDir+"/")
+		}
+	}
+	for _, x := range rep.Taken {
+		o.taken[x.Path] = true
+	}
+	for _, x := range rep.Merged {
+		o.merged[x.Path] = true
+	}
+	return o
 }
