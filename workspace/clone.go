@@ -21,6 +21,8 @@ type Options struct {
 	List ListOptions
 	// Workers is how many files are cloned at once; zero means four per CPU.
 	Workers int
+	// NoSnapshot makes file clones even where the workspace could be snapshotted.
+	NoSnapshot bool
 }
 
 // CloneReport says what Clone made.
@@ -36,6 +38,10 @@ type CloneReport struct {
 	CopiedB  int64         `json:"copied_bytes"` // bytes of the files copied byte by byte, per tree
 	Elapsed  time.Duration `json:"elapsed_ns"`
 	Warnings []string      `json:"warnings,omitempty"`
+	// Snapshot is set when base and copy are btrfs snapshots of the workspace's subvolume:
+	// made at once whatever it holds, the files counted at the hand-back (the counts
+	// above are zero).
+	Snapshot bool `json:"snapshot,omitempty"`
 }
 
 // A file changed twice within one tick of the clock that stamps file times keeps its stat
@@ -59,6 +65,13 @@ var umask = func() uint32 {
 // by extents where the filesystem can, else copied by bytes with a warning in the report.
 // Modes, symlinks and modification times are kept. dir must not exist or be empty; on
 // failure nothing is left of it.
+//
+// Where parent is the root of a btrfs subvolume (and dir on the same filesystem, outside
+// it), base and copy are instead two snapshots of the subvolume, made at once whatever it
+// holds: a read-only one and a writable one. The copy then holds everything the parent
+// does, .git and ignored files too; the listing is taken from the base at the hand-back,
+// which reads what changed from the snapshots' stat facts (a snapshot keeps each file's
+// inode number and times).
 func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneReport, err error) {
 	start := time.Now()
 	if parent, err = filepath.Abs(parent); err != nil {
@@ -67,11 +80,13 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, err
 	}
+	inside := false
 	if rel, err := filepath.Rel(parent, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		if rel == "." {
 			return nil, &Error{Code: CodeInside, Msg: "the workspace directory cannot be the parent itself"}
 		}
 		opts.List.Exclude = append(opts.List.Exclude, filepath.ToSlash(rel))
+		inside = true
 	}
 	made, err := makeDir(dir)
 	if err != nil {
@@ -86,9 +101,22 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 			return
 		}
 		for _, name := range []string{BaseDir, CopyDir, ManifestName + ".tmp"} {
-			removeAll(filepath.Join(dir, name))
+			destroySubvolume(filepath.Join(dir, name))
 		}
 	}()
+	if ok, _ := snapshotsHere(parent, dir); ok && !inside && !opts.NoSnapshot && opts.List.MaxFiles == 0 {
+		switch rep, err := cloneSnapshot(ctx, parent, dir, start); {
+		case err == nil:
+			return rep, nil
+		case !errors.Is(err, errNoSnapshot):
+			return nil, err
+		}
+		for _, name := range []string{BaseDir, CopyDir} {
+			if err := destroySubvolume(filepath.Join(dir, name)); err != nil {
+				return nil, err
+			}
+		}
+	}
 	entries, err := List(ctx, parent, opts.List)
 	if err != nil {
 		return nil, err
@@ -236,6 +264,47 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil
+}
+
+// errNoSnapshot is a snapshot refused in a way that file clones may still do.
+var errNoSnapshot = errors.New("no snapshot")
+
+// cloneSnapshot makes dir/base a read-only snapshot of the subvolume parent and dir/copy a
+// writable one of base, and a manifest with no records: the hand-back lists the base.
+func cloneSnapshot(ctx context.Context, parent, dir string, start time.Time) (*CloneReport, error) {
+	h, err := ignoreFacts(ctx, parent)
+	if err != nil {
+		return nil, err
+	}
+	if len(h.Prefix) > 0 {
+		return nil, errNoSnapshot // git's index lies above the subvolume, outside the snapshot
+	}
+	h.Git = inGitWorkTree(ctx, parent)
+	// Every change to the parent after the snapshot has a ctime of at least t0: an entry of
+	// the base as new is racy (see record.Racy).
+	t0 := tickClock()
+	base, cp := filepath.Join(dir, BaseDir), filepath.Join(dir, CopyDir)
+	if err := snapshot(parent, base, true); err != nil {
+		var pe *pathError
+		if errors.As(err, &pe) && (pe.err == unix.EXDEV || pe.err == unix.EPERM || pe.err == unix.EACCES || pe.err == unix.ENOTTY || pe.err == unix.EOPNOTSUPP) {
+			return nil, errNoSnapshot
+		}
+		return nil, err
+	}
+	if err := snapshot(base, cp, false); err != nil {
+		return nil, err
+	}
+	// The child's changes come after Clone returns, in a later tick than every ctime the
+	// snapshots hold.
+	stamp, err := waitPast(ctx, tickClock())
+	if err != nil {
+		return nil, err
+	}
+	h.Version, h.Parent, h.Created, h.Stamp, h.Snapshot = manifestVersion, parent, start.UTC(), stamp, t0
+	if err := writeManifest(filepath.Join(dir, ManifestName), &manifest{header: h}); err != nil {
+		return nil, err
+	}
+	return &CloneReport{Parent: parent, Dir: dir, Snapshot: true, Elapsed: time.Since(start)}, nil
 }
 
 type cloner struct {

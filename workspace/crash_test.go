@@ -21,11 +21,22 @@ var crashScenario = struct{ base, parent, child tree }{
 }
 
 // A hand-back killed (SIGKILL, a separate process) at any point, then rerun, ends with the
-// same parent, the same saved conflicts and the same report as an uncut one.
+// same parent, the same saved conflicts and the same report as an uncut one: on the test's
+// own filesystem (byte copies, or reflinks), on XFS (reflinks) and on btrfs (snapshots).
 func TestHandbackCrash(t *testing.T) {
+	for _, fs := range []string{"", "xfs", "btrfs"} {
+		name := fs
+		if name == "" {
+			name = "tmp"
+		}
+		t.Run(name, func(t *testing.T) { handbackCrash(t, fs) })
+	}
+}
+
+func handbackCrash(t *testing.T, fs string) {
 	sc := crashScenario
 	// The uncut run, counting its points.
-	parent, dir := ws(t, sc.base, sc.parent, sc.child)
+	parent, dir := wsOn(t, fs, sc.base, sc.parent, sc.child)
 	var count atomic.Int64
 	hook = func(string) { count.Add(1) }
 	want, err := Handback(context.Background(), dir)
@@ -55,7 +66,7 @@ func TestHandbackCrash(t *testing.T) {
 		}
 	}
 	for k := 1; k <= points; k++ {
-		parent, dir := ws(t, sc.base, sc.parent, sc.child)
+		parent, dir := wsOn(t, fs, sc.base, sc.parent, sc.child)
 		if !runHelper(t, dir, k) {
 			t.Fatalf("the hand-back was not killed at point %d of %d", k, points)
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -117,8 +118,14 @@ func Merge(ctx context.Context, dir string) (*Report, error) {
 	}
 	h := &handback{
 		dir: dir, parent: m.Parent, base: filepath.Join(dir, BaseDir), copy: filepath.Join(dir, CopyDir),
-		m: m, index: make(map[string]int, len(m.records)),
+		m: m, snapshot: m.Snapshot != 0,
 	}
+	if h.snapshot {
+		if m.records, err = snapshotRecords(ctx, h.base, m); err != nil {
+			return nil, err
+		}
+	}
+	h.index = make(map[string]int, len(m.records))
 	for i, r := range m.records {
 		h.index[r.Path] = i
 	}
@@ -197,7 +204,7 @@ func Merge(ctx context.Context, dir string) (*Report, error) {
 // is written); the manifest, the report and the saved conflicts stay.
 func Discard(dir string) error {
 	for _, name := range []string{CopyDir, BaseDir} {
-		if err := removeAll(filepath.Join(dir, name)); err != nil {
+		if err := destroySubvolume(filepath.Join(dir, name)); err != nil {
 			return err
 		}
 		step("remove " + name)
@@ -214,8 +221,42 @@ type handback struct {
 	index                   map[string]int // path -> record
 	ignored                 atomic.Int64
 	dirs                    map[string]bool   // parent paths known to be directories
+	snapshot                bool              // base and copy are btrfs snapshots of the parent
 	journal                 map[string]string // a cut run's merged contents' hashes, by path
 	merges                  map[string][]byte // by path: the clean merge, or the marked one
+}
+
+// snapshotRecords lists the base of a snapshot workspace, as the parent was listed at
+// spawn, and gives each path's record from the base: a snapshot keeps the inode number
+// and times of every entry, so the base's facts are the parent's at spawn and the copy's
+// as made. An entry whose ctime is not older than the clock just before the snapshot is
+// racy.
+func snapshotRecords(ctx context.Context, base string, m *manifest) ([]record, error) {
+	entries, err := list(ctx, base, ListOptions{MaxFiles: math.MaxInt}, &m.Git)
+	if err != nil {
+		return nil, err
+	}
+	rs := make([]record, len(entries))
+	for i, e := range entries {
+		f, k, err := lstatFacts(join(base, e.Path))
+		if err != nil {
+			return nil, err
+		}
+		if k != e.Kind {
+			return nil, fmt.Errorf("the base of a snapshot workspace changed at %s", e.Path)
+		}
+		rs[i] = record{Path: e.Path, Kind: k, Parent: f, Copy: f, Racy: k != Dir && f.Ctime >= m.Snapshot}
+		switch k {
+		case File:
+			m.Files++
+			m.Bytes += f.Size
+		case Symlink:
+			m.Links++
+		case Dir:
+			m.Dirs++
+		}
+	}
+	return rs, nil
 }
 
 // lstatParent gives the facts of the parent's entry at p, which is Absent when a path
@@ -495,6 +536,15 @@ func (h *handback) walkCopy(ctx context.Context, cs *copyState) error {
 			return err
 		}
 		fd := int(d.Fd())
+		if rel != "" && h.snapshot {
+			// A nested repository: its files are listed by no one (as List has it), and a
+			// snapshot copy holds them as the parent does.
+			for _, de := range des {
+				if de.Name() == ".git" {
+					return nil
+				}
+			}
+		}
 		for _, de := range des {
 			if de.Name() == ".gitignore" && de.Type().IsRegular() {
 				more, err := readIgnoreFile(filepath.Join(join(h.copy, rel), ".gitignore"), elems)
@@ -531,16 +581,31 @@ func (h *handback) walkCopy(ctx context.Context, cs *copyState) error {
 					h.ignored.Add(1) // a fifo, socket or device: never handed back
 					continue
 				}
+				unchanged := false
+				if h.snapshot {
+					// A snapshot copy holds what no listing does (ignored files, nested
+					// repositories): such an entry as the base holds it is no change.
+					if unchanged, err = h.asBase(fd, name, sub, kind); err != nil {
+						return err
+					}
+					if unchanged && kind != Dir {
+						continue
+					}
+				}
 				if m == nil {
 					m = gitignore.NewMatcher(ps)
 				}
 				if m.Match(append(slices.Clip(elems), name), kind == Dir) {
-					h.ignored.Add(1)
+					if !unchanged {
+						h.ignored.Add(1)
+					}
 					continue
 				}
-				cs.mu.Lock()
-				cs.added[sub] = kind
-				cs.mu.Unlock()
+				if !unchanged {
+					cs.mu.Lock()
+					cs.added[sub] = kind
+					cs.mu.Unlock()
+				}
 			}
 			if kind == Dir {
 				subElems := append(slices.Clip(elems), name)
@@ -555,6 +620,33 @@ func (h *handback) walkCopy(ctx context.Context, cs *copyState) error {
 	}
 	g.Go(func() error { return walk("", slices.Clone(h.m.Prefix), h.m.patterns()) })
 	return g.Wait()
+}
+
+// asBase reports whether the copy's entry name (at sub, in the directory open as fd) is
+// the base's unchanged: a directory there too, or a file or symlink with the same facts.
+func (h *handback) asBase(fd int, name, sub string, kind Kind) (bool, error) {
+	// No symlink of the base above sub is looked through: its directories are checked
+	// from the top down.
+	for i := 0; i < len(sub); i++ {
+		if sub[i] != '/' {
+			continue
+		}
+		if _, k, err := lstatFacts(join(h.base, sub[:i])); err != nil || k != Dir {
+			return false, err
+		}
+	}
+	bf, bk, err := lstatFacts(join(h.base, sub))
+	if err != nil || bk != kind {
+		return false, err
+	}
+	if kind == Dir {
+		return true, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return false, &pathError{op: "lstat", path: join(h.copy, sub), err: err}
+	}
+	return sameFacts(factsOf(&st), bf) && bf.Ctime < h.m.Stamp, nil
 }
 
 // equalEntries compares the contents of two entries of kind k: a file's permission bits

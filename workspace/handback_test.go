@@ -16,11 +16,25 @@ import (
 // the child's copy to hold child. It returns the parent and workspace directories.
 func ws(t testing.TB, base, parent, child tree) (string, string) {
 	t.Helper()
-	tmp := t.TempDir()
+	return wsOn(t, "", base, parent, child)
+}
+
+// wsOn is ws on the named test filesystem (see onFS). On btrfs the parent is a subvolume,
+// so the workspace is a pair of snapshots.
+func wsOn(t testing.TB, fs string, base, parent, child tree) (string, string) {
+	t.Helper()
+	tmp := onFS(t, fs)
 	pdir, dir := filepath.Join(tmp, "parent"), filepath.Join(tmp, "ws")
+	if fs == "btrfs" {
+		subvolume(t, pdir)
+	}
 	writeTree(t, pdir, base)
-	if _, err := Clone(context.Background(), pdir, dir, Options{}); err != nil {
+	rep, err := Clone(context.Background(), pdir, dir, Options{})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if rep.Snapshot != (fs == "btrfs") {
+		t.Fatalf("on %q the clone is a snapshot: %v", fs, rep.Snapshot)
 	}
 	for _, d := range []string{BaseDir, CopyDir} {
 		if diff := diffTrees(base, readTree(t, filepath.Join(dir, d))); diff != "" {
@@ -127,9 +141,17 @@ var rows = []row{
 }
 
 func TestHandbackTable(t *testing.T) {
-	for _, r := range rows {
-		t.Run(r.name, func(t *testing.T) {
-			parent, dir := ws(t, r.base, r.parent, r.child)
+	for _, fs := range []string{"", "btrfs"} {
+		for _, r := range rows {
+			t.Run(fs+"/"+r.name, func(t *testing.T) { handbackRow(t, fs, r) })
+		}
+	}
+}
+
+func handbackRow(t *testing.T, fs string, r row) {
+	{
+		{
+			parent, dir := wsOn(t, fs, r.base, r.parent, r.child)
 			rep, err := Handback(context.Background(), dir)
 			if err != nil {
 				t.Fatal(err)
@@ -191,7 +213,7 @@ func TestHandbackTable(t *testing.T) {
 			if diff := diffTrees(r.want, readTree(t, parent)); diff != "" {
 				t.Errorf("parent after a repeat:\n%s", diff)
 			}
-		})
+		}
 	}
 }
 
@@ -255,7 +277,15 @@ func TestHandbackReadsOnlyChanged(t *testing.T) {
 // law: cow_merge_marked
 func TestHandbackProperty(t *testing.T) {
 	needGit(t)
-	n := 300
+	for _, fs := range []struct {
+		name string
+		n    int
+	}{{"", 300}, {"btrfs", 100}} {
+		t.Run(fs.name, func(t *testing.T) { handbackProperty(t, fs.name, fs.n) })
+	}
+}
+
+func handbackProperty(t *testing.T, fs string, n int) {
 	if testing.Short() {
 		n = 40
 	}
@@ -263,7 +293,7 @@ func TestHandbackProperty(t *testing.T) {
 	for i := range n {
 		b := randomTree(rng)
 		p, c := edit(rng, b), edit(rng, b)
-		parent, dir := ws(t, b, p, c)
+		parent, dir := wsOn(t, fs, b, p, c)
 		rep, err := Handback(context.Background(), dir)
 		if err != nil {
 			t.Fatalf("case %d: %v\nbase %v\nparent %v\nchild %v", i, err, b, p, c)

@@ -41,6 +41,11 @@ type header struct {
 	Dirs  int   `json:"dirs"`
 	Links int   `json:"symlinks"`
 	Bytes int64 `json:"bytes"`
+	// Snapshot, for a workspace of btrfs snapshots, is tickClock (ns) just before they were
+	// made; the manifest then holds no records: the hand-back lists the base (read-only,
+	// as the parent was), with git's rules when Git says the parent was in a work tree.
+	Snapshot int64 `json:"snapshot,omitempty"`
+	Git      bool  `json:"git,omitempty"`
 }
 
 type ignoreSet struct {

@@ -144,6 +144,7 @@ type CloneReport struct {
 	CopiedB  int64         `json:"copied_bytes"`
 	Elapsed  time.Duration `json:"elapsed_ns"`
 	Warnings []string      `json:"warnings,omitempty"`
+	Snapshot bool          `json:"snapshot,omitempty"` // base and copy are btrfs snapshots
 }
 
 // FSReadRequest is the body of a file read.
