@@ -105,6 +105,9 @@ func Run(ctx context.Context, sp Spawner, o Options) *Report {
 	if parallel < 1 || parallel > n {
 		parallel = n
 	}
+	if w, ok := sp.(waver); ok {
+		w.wave(parallel)
+	}
 	rep := &Report{Workspace: sp.Workspace(), Children: make([]Child, n)}
 	var mu sync.Mutex
 	ended := 0
@@ -165,13 +168,46 @@ func Run(ctx context.Context, sp Spawner, o Options) *Report {
 	return rep
 }
 
+// waver is a Spawner that spawns the first wave of children together; Run tells it the
+// wave's size before any child starts.
+type waver interface{ wave(n int) }
+
 // Embedded runs the children as children of root, in this process; done, when set, runs
-// once root has closed.
-func Embedded(root *orchestrator.Session, done func()) Spawner { return &embedded{root, done} }
+// once root has closed. The first wave is spawned as one group (Session.SpawnGroup): one
+// listing of the workspace and one base they share.
+func Embedded(root *orchestrator.Session, done func()) Spawner {
+	return &embedded{root: root, done: done}
+}
 
 type embedded struct {
-	root *orchestrator.Session
-	done func()
+	root  *orchestrator.Session
+	done  func()
+	first struct {
+		n    int // set by wave before any child
+		once sync.Once
+		kids []*orchestrator.Session
+		err  error
+	}
+}
+
+func (e *embedded) wave(n int) { e.first.n = n }
+
+// spawn spawns child i: from the first wave's group, or alone.
+func (e *embedded) spawn(ctx context.Context, i int, name string) (*orchestrator.Session, error) {
+	if i >= e.first.n {
+		return e.root.Spawn(ctx, orchestrator.ChildConfig{Name: name, Workspace: orchestrator.Isolated, Env: ChildEnv(i)})
+	}
+	e.first.once.Do(func() {
+		ccs := make([]orchestrator.ChildConfig, e.first.n)
+		for j := range ccs {
+			ccs[j] = orchestrator.ChildConfig{Name: "child-" + strconv.Itoa(j), Workspace: orchestrator.Isolated, Env: ChildEnv(j)}
+		}
+		e.first.kids, e.first.err = e.root.SpawnGroup(ctx, ccs)
+	})
+	if e.first.err != nil {
+		return nil, e.first.err
+	}
+	return e.first.kids[i], nil
 }
 
 func (e *embedded) Workspace() string { return e.root.Workspace() }
@@ -185,7 +221,7 @@ func (e *embedded) Close() {
 
 func (e *embedded) Child(ctx context.Context, i int, name, script string, spawned func()) Child {
 	c := Child{Index: i, Name: name, End: orchestrator.Failed}
-	child, err := e.root.Spawn(ctx, orchestrator.ChildConfig{Name: name, Workspace: orchestrator.Isolated, Env: ChildEnv(i)})
+	child, err := e.spawn(ctx, i, name)
 	spawned()
 	if err != nil {
 		c.Error = err.Error()

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/pathmap"
 	"github.com/paddockhq/paddock/workspace"
@@ -37,6 +39,8 @@ type ChildConfig struct {
 	// Listen and Key start the child's kernel listening (see Config): a host that keeps
 	// them can take the child up again after it died (ReopenChild).
 	Listen, Key string
+
+	grouped *workspace.CloneReport // SpawnGroup's clone for the child, in a directory it made
 }
 
 // child is what a parent keeps of a child.
@@ -97,18 +101,15 @@ func (s *Session) childConfig(ctx context.Context, cc ChildConfig, clone *worksp
 	case "", Shared:
 	case Isolated:
 		made := false
+		if clone == nil && cc.grouped != nil {
+			clone, made = cc.grouped, true
+		}
 		if clone == nil {
 			dir := cc.Dir
 			if dir == "" {
 				made = true
-				base := s.cfg.ChildDirs
-				if base == "" {
-					base = s.cfg.StateDir
-				}
-				if base == "" {
-					base = os.TempDir()
-				}
-				if err := os.MkdirAll(base, 0o700); err != nil {
+				base, err := s.childDirs()
+				if err != nil {
 					return cfg, err
 				}
 				d, err := os.MkdirTemp(base, "child-")
@@ -142,6 +143,89 @@ func (s *Session) childConfig(ctx context.Context, cc ChildConfig, clone *worksp
 	}
 	cfg.parent, cfg.name, cfg.child = s, cc.Name, ch
 	return cfg, nil
+}
+
+// childDirs is where isolated children's directories are made: ChildDirs, else the state
+// directory, else the system's temporary directory.
+func (s *Session) childDirs() (string, error) {
+	base := s.cfg.ChildDirs
+	if base == "" {
+		base = s.cfg.StateDir
+	}
+	if base == "" {
+		base = os.TempDir()
+	}
+	return base, os.MkdirAll(base, 0o700)
+}
+
+// SpawnGroup spawns children that start together, each as Spawn would: the isolated ones
+// with no Dir of their own are cloned as one group (one listing of the workspace and one
+// base they share, see workspace.CloneGroup: a tree more than the children, not two
+// each), and every kernel is started at once. On failure none is left.
+func (s *Session) SpawnGroup(ctx context.Context, ccs []ChildConfig) ([]*Session, error) {
+	var grouped []int
+	for i, cc := range ccs {
+		if cc.Workspace == Isolated && cc.Dir == "" {
+			grouped = append(grouped, i)
+		}
+	}
+	ccs = slices.Clone(ccs)
+	if len(grouped) > 1 {
+		base, err := s.childDirs()
+		if err != nil {
+			return nil, err
+		}
+		group, err := os.MkdirTemp(base, "group-")
+		if err != nil {
+			return nil, err
+		}
+		dirs := make([]string, len(grouped))
+		for j := range grouped {
+			if dirs[j], err = os.MkdirTemp(base, "child-"); err != nil {
+				break
+			}
+		}
+		var reps []*workspace.CloneReport
+		if err == nil {
+			reps, err = workspace.CloneGroup(ctx, s.cfg.Workspace, group, dirs, workspace.Options{})
+		}
+		if err != nil {
+			for _, d := range append(dirs, group) {
+				if d != "" {
+					os.RemoveAll(d)
+				}
+			}
+			return nil, fmt.Errorf("session %s: spawn: %w", s.id, err)
+		}
+		for j, i := range grouped {
+			ccs[i].grouped = reps[j]
+			for _, w := range reps[j].Warnings {
+				s.log.Warn("isolated workspace", "child", ccs[i].Name, "warning", w)
+			}
+		}
+	}
+	kids := make([]*Session, len(ccs))
+	var g errgroup.Group
+	for i, cc := range ccs {
+		g.Go(func() error {
+			k, err := s.Spawn(ctx, cc)
+			kids[i] = k
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		for i, k := range kids {
+			switch {
+			case k != nil:
+				k.Close()
+			case ccs[i].grouped != nil:
+				workspace.Discard(ccs[i].grouped.Dir)
+				os.RemoveAll(ccs[i].grouped.Dir)
+			}
+		}
+		return nil, err
+	}
+	return kids, nil
 }
 
 // remount returns m with the directory at sandbox path at seen from host instead.
@@ -184,8 +268,14 @@ func (s *Session) handBack(ctx context.Context) error {
 	if s.child == nil || s.child.dir == "" {
 		return nil
 	}
-	s.parent.merge.Lock() // children that end together merge one after another
-	rep, err := workspace.Merge(ctx, s.child.dir)
+	// What reads only the child's workspace is done at once by children that end
+	// together; then they merge one after another.
+	prep, err := workspace.Prepare(ctx, s.child.dir)
+	if err != nil {
+		return fmt.Errorf("session %s: hand-back: %w", s.id, err)
+	}
+	s.parent.merge.Lock()
+	rep, err := prep.Merge(ctx)
 	s.parent.merge.Unlock()
 	if err != nil {
 		return fmt.Errorf("session %s: hand-back: %w", s.id, err)

@@ -2,12 +2,15 @@ package workspace
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -96,12 +99,11 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 		if err == nil {
 			return
 		}
-		if made {
-			removeAll(dir)
-			return
-		}
 		for _, name := range []string{BaseDir, CopyDir, ManifestName + ".tmp"} {
 			destroySubvolume(filepath.Join(dir, name))
+		}
+		if made {
+			removeAll(dir)
 		}
 	}()
 	if ok, _ := snapshotsHere(parent, dir); ok && !inside && !opts.NoSnapshot && opts.List.MaxFiles == 0 {
@@ -117,6 +119,89 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 			}
 		}
 	}
+	reps, err := cloneTrees(ctx, parent, filepath.Join(dir, BaseDir), []string{dir}, opts, start)
+	if err != nil {
+		return nil, err
+	}
+	return reps[0], nil
+}
+
+// CloneGroup makes isolated workspaces of parent in each of dirs at once, as Clone makes
+// one, for children that start together from the same parent: with file clones, one
+// listing of the parent and one base, shared, in group (a directory of its own, which must
+// not exist or be empty), and in each dir its copy and manifest: one tree more than the
+// children instead of two each. The shared base goes with the last of them to be
+// discarded. Snapshot workspaces are made one by one, each at once. On failure nothing is
+// left of group or of any dir.
+func CloneGroup(ctx context.Context, parent, group string, dirs []string, opts Options) (reps []*CloneReport, err error) {
+	start := time.Now()
+	if parent, err = filepath.Abs(parent); err != nil {
+		return nil, err
+	}
+	if group, err = filepath.Abs(group); err != nil {
+		return nil, err
+	}
+	abs := make([]string, len(dirs))
+	for i, d := range dirs {
+		if abs[i], err = filepath.Abs(d); err != nil {
+			return nil, err
+		}
+		if rel, err := filepath.Rel(parent, abs[i]); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return nil, &Error{Code: CodeInside, Msg: "a group's workspace directories must lie outside the parent"}
+		}
+	}
+	var madeDirs []string
+	defer func() {
+		if err == nil {
+			return
+		}
+		for _, d := range madeDirs {
+			for _, name := range []string{BaseDir, CopyDir} {
+				destroySubvolume(filepath.Join(d, name))
+			}
+			removeAll(d)
+		}
+	}()
+	if ok, _ := snapshotsHere(parent, abs[0]); ok && !opts.NoSnapshot && opts.List.MaxFiles == 0 {
+		for _, d := range abs {
+			rep, err := Clone(ctx, parent, d, opts)
+			if err != nil {
+				return nil, err
+			}
+			madeDirs = append(madeDirs, d)
+			reps = append(reps, rep)
+		}
+		return reps, nil
+	}
+	for _, d := range append([]string{group}, abs...) {
+		if _, err := makeDir(d); err != nil {
+			return nil, err
+		}
+		madeDirs = append(madeDirs, d)
+	}
+	if err := os.Mkdir(filepath.Join(group, groupMembers), 0o700); err != nil {
+		return nil, err
+	}
+	for _, d := range abs {
+		if err := os.WriteFile(filepath.Join(group, groupMembers, memberName(d)), []byte(d+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return cloneTrees(ctx, parent, filepath.Join(group, BaseDir), abs, opts, start)
+}
+
+// groupMembers is the directory of a group that holds a file per workspace still using
+// its base.
+const groupMembers = "members"
+
+func memberName(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return hex.EncodeToString(sum[:8])
+}
+
+// cloneTrees lists parent and clones its files into base and into the copy of each of dirs,
+// and writes each dir's manifest; base is dirs[0]'s own (dir/base) when there is one dir.
+func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Options, start time.Time) ([]*CloneReport, error) {
 	entries, err := List(ctx, parent, opts.List)
 	if err != nil {
 		return nil, err
@@ -126,9 +211,17 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 		return nil, err
 	}
 	h.Version, h.Parent, h.Created = manifestVersion, parent, start.UTC()
+	if len(dirs) > 1 || base != filepath.Join(dirs[0], BaseDir) {
+		h.Base = base
+	}
 	m := &manifest{header: h, records: make([]record, len(entries))}
-	c := &cloner{parent: parent, base: filepath.Join(dir, BaseDir), copy: filepath.Join(dir, CopyDir), m: m}
-	for _, root := range []string{c.base, c.copy} {
+	c := &cloner{parent: parent, base: base, m: m, copyFacts: make([][]facts, len(dirs))}
+	for i, d := range dirs {
+		c.copies = append(c.copies, filepath.Join(d, CopyDir))
+		c.copyFacts[i] = make([]facts, len(entries))
+	}
+	roots := append([]string{c.base}, c.copies...)
+	for _, root := range roots {
 		if err := os.Mkdir(root, 0o700); err != nil {
 			return nil, err
 		}
@@ -147,7 +240,7 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 			return nil, fmt.Errorf("clone %s: %s changed while listing", parent, e.Path)
 		}
 		m.records[i].Parent.Mode = f.Mode
-		for _, root := range []string{c.base, c.copy} {
+		for _, root := range roots {
 			if err := os.Mkdir(filepath.Join(root, filepath.FromSlash(e.Path)), 0o700); err != nil {
 				return nil, err
 			}
@@ -186,9 +279,9 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 					var err error
 					switch r.Kind {
 					case File:
-						err = c.file(r)
+						err = c.file(i)
 					case Symlink:
-						err = c.symlink(r)
+						err = c.symlink(i)
 					}
 					if err != nil {
 						return fmt.Errorf("clone %s: %w", r.Path, err)
@@ -219,7 +312,7 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 				return nil, fmt.Errorf("clone %s: %s changed while cloning", parent, rel)
 			}
 		}
-		for _, root := range []string{c.base, c.copy} {
+		for _, root := range roots {
 			name := filepath.Join(root, filepath.FromSlash(rel))
 			if perm := fa.Mode & 0o7777; perm != 0o700 {
 				if err := unix.Chmod(name, perm); err != nil {
@@ -243,27 +336,37 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 		}
 	}
 	var last int64
-	for _, r := range m.records {
-		last = max(last, r.Copy.Ctime)
+	for _, cf := range c.copyFacts {
+		for _, f := range cf {
+			last = max(last, f.Ctime)
+		}
 	}
 	if m.Stamp, err = waitPast(ctx, last); err != nil {
 		return nil, err
 	}
-	if err := writeManifest(filepath.Join(dir, ManifestName), m); err != nil {
-		return nil, err
+	reps := make([]*CloneReport, len(dirs))
+	for j, d := range dirs {
+		mj := &manifest{header: m.header, records: slices.Clone(m.records)}
+		for i := range mj.records {
+			mj.records[i].Copy = c.copyFacts[j][i]
+		}
+		if err := writeManifest(filepath.Join(d, ManifestName), mj); err != nil {
+			return nil, err
+		}
+		rep := &CloneReport{
+			Parent: parent, Dir: d,
+			Files: m.Files, Symlinks: m.Links, Dirs: m.Dirs, Bytes: m.Bytes,
+			Cloned: int(c.cloned.Load()), Copied: int(c.copied.Load()), CopiedB: c.copiedBytes.Load(),
+		}
+		if rep.Copied > 0 {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf(
+				"no reflinks: %d of %d files (%d bytes) were copied byte by byte, %d times, because the filesystem of %s cannot clone extents from %s (XFS, btrfs and APFS can)",
+				rep.Copied, rep.Files, rep.CopiedB, len(roots), d, parent))
+		}
+		rep.Elapsed = time.Since(start)
+		reps[j] = rep
 	}
-	rep = &CloneReport{
-		Parent: parent, Dir: dir,
-		Files: m.Files, Symlinks: m.Links, Dirs: m.Dirs, Bytes: m.Bytes,
-		Cloned: int(c.cloned.Load()), Copied: int(c.copied.Load()), CopiedB: c.copiedBytes.Load(),
-	}
-	if rep.Copied > 0 {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf(
-			"no reflinks: %d of %d files (%d bytes) were copied byte by byte, twice, because the filesystem of %s cannot clone extents from %s (XFS, btrfs and APFS can)",
-			rep.Copied, rep.Files, rep.CopiedB, dir, parent))
-	}
-	rep.Elapsed = time.Since(start)
-	return rep, nil
+	return reps, nil
 }
 
 // errNoSnapshot is a snapshot refused in a way that file clones may still do.
@@ -308,18 +411,21 @@ func cloneSnapshot(ctx context.Context, parent, dir string, start time.Time) (*C
 }
 
 type cloner struct {
-	parent, base, copy string
-	m                  *manifest
-	noReflink          atomic.Bool // set once the filesystem refused a clone
-	cloned, copied     atomic.Int64
-	copiedBytes        atomic.Int64
+	parent, base   string
+	copies         []string
+	m              *manifest
+	copyFacts      [][]facts   // by copy, by record: the copy's facts as made
+	noReflink      atomic.Bool // set once the filesystem refused a clone
+	cloned, copied atomic.Int64
+	copiedBytes    atomic.Int64
 }
 
 func (c *cloner) src(rel string) string { return filepath.Join(c.parent, filepath.FromSlash(rel)) }
 
 // file clones one regular file into both trees and records its facts: the parent's from
 // the descriptor it read (so a change while cloning reads as a change), the copy's as made.
-func (c *cloner) file(r *record) error {
+func (c *cloner) file(ri int) error {
+	r := &c.m.records[ri]
 	src := c.src(r.Path)
 	fd, err := unix.Open(src, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -337,14 +443,16 @@ func (c *cloner) file(r *record) error {
 	}
 	atime := st.Atim.Nano()
 	reflinked := true
-	for i, root := range []string{c.base, c.copy} {
+	for i, root := range append([]string{c.base}, c.copies...) {
 		dst := filepath.Join(root, filepath.FromSlash(r.Path))
-		cloned, f, err := c.cloneFile(fd, src, dst, r.Parent, atime, i == 1)
+		cloned, f, err := c.cloneFile(fd, src, dst, r.Parent, atime, i > 0)
 		if err != nil {
 			return err
 		}
 		reflinked = reflinked && cloned
-		r.Copy = f // the copy's, made last
+		if i > 0 {
+			c.copyFacts[i-1][ri] = f
+		}
 	}
 	if reflinked {
 		c.cloned.Add(1)
@@ -420,7 +528,8 @@ func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64, wantF
 	return cloned, factsOf(&st), nil
 }
 
-func (c *cloner) symlink(r *record) error {
+func (c *cloner) symlink(ri int) error {
+	r := &c.m.records[ri]
 	src := c.src(r.Path)
 	f, k, err := lstatFacts(src)
 	if err != nil {
@@ -435,7 +544,7 @@ func (c *cloner) symlink(r *record) error {
 	if err != nil {
 		return err
 	}
-	for _, root := range []string{c.base, c.copy} {
+	for i, root := range append([]string{c.base}, c.copies...) {
 		dst := filepath.Join(root, filepath.FromSlash(r.Path))
 		if err := os.Symlink(target, dst); err != nil {
 			return err
@@ -443,8 +552,8 @@ func (c *cloner) symlink(r *record) error {
 		if err := setTimes(dst, f.Mtime, true); err != nil {
 			return err
 		}
-		if root == c.copy {
-			if r.Copy, _, err = lstatFacts(dst); err != nil {
+		if i > 0 {
+			if c.copyFacts[i-1][ri], _, err = lstatFacts(dst); err != nil {
 				return err
 			}
 		}

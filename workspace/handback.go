@@ -103,12 +103,33 @@ func Handback(ctx context.Context, dir string) (*Report, error) {
 // removals need not wait for each other. Once Merge has returned, Handback returns the
 // same report and only discards.
 func Merge(ctx context.Context, dir string) (*Report, error) {
+	p, err := Prepare(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return p.Merge(ctx)
+}
+
+// Prepared is a hand-back whose reading of the workspace alone is done: what the child
+// changed is known; nothing of the parent was read or written yet.
+type Prepared struct {
+	h       *handback
+	cs      *copyState
+	changed []string
+	done    *Report // the report of a hand-back that had ended
+}
+
+// Prepare does the part of a hand-back that reads only the workspace (a snapshot's
+// listing, the walk of the copy, the comparisons with the base) and none of the parent:
+// the children of one parent prepare at once, then merge one after another. The child
+// must have stopped.
+func Prepare(ctx context.Context, dir string) (*Prepared, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
 	if rep, err := readReport(dir); err == nil {
-		return rep, nil
+		return &Prepared{done: rep}, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -120,6 +141,9 @@ func Merge(ctx context.Context, dir string) (*Report, error) {
 		dir: dir, parent: m.Parent, base: filepath.Join(dir, BaseDir), copy: filepath.Join(dir, CopyDir),
 		m: m, snapshot: m.Snapshot != 0,
 	}
+	if m.Base != "" {
+		h.base = m.Base // shared with the workspaces cloned with it
+	}
 	if h.snapshot {
 		if m.records, err = snapshotRecords(ctx, h.base, m); err != nil {
 			return nil, err
@@ -129,7 +153,25 @@ func Merge(ctx context.Context, dir string) (*Report, error) {
 	for i, r := range m.records {
 		h.index[r.Path] = i
 	}
-	facts, err := h.gather(ctx)
+	cs, changed, err := h.childChanges(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{h: h, cs: cs, changed: changed}, nil
+}
+
+// Merge carries out a prepared hand-back up to its report (see the package function).
+func (p *Prepared) Merge(ctx context.Context) (*Report, error) {
+	if p.done != nil {
+		return p.done, nil
+	}
+	h, dir := p.h, p.h.dir
+	if rep, err := readReport(dir); err == nil {
+		return rep, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	facts, err := h.gather(ctx, p.cs, p.changed)
 	if err != nil {
 		return nil, err
 	}
@@ -203,11 +245,20 @@ func Merge(ctx context.Context, dir string) (*Report, error) {
 // Discard removes the base and the copy of a workspace (Handback does, once its report
 // is written); the manifest, the report and the saved conflicts stay.
 func Discard(dir string) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
 	for _, name := range []string{CopyDir, BaseDir} {
 		if err := destroySubvolume(filepath.Join(dir, name)); err != nil {
 			return err
 		}
 		step("remove " + name)
+	}
+	if h, err := readHeader(dir); err == nil && h.Base != "" {
+		if err := leaveGroup(dir, filepath.Dir(h.Base)); err != nil {
+			return err
+		}
 	}
 	if err := os.Remove(filepath.Join(dir, JournalName)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -293,31 +344,16 @@ type childEntry struct {
 	facts facts
 }
 
-// gather walks the copy and collects the facts of every path the child changed, of their
-// ancestors, and of the parent's entries in directories the child removes or replaces.
-// It reads a file only where its stat facts differ from the manifest's.
-func (h *handback) gather(ctx context.Context) ([]PathFacts, error) {
-	cs := &copyState{listed: make([]childEntry, len(h.m.records)), added: map[string]Kind{}}
-	if err := h.walkCopy(ctx, cs); err != nil {
-		return nil, err
-	}
+// gather collects the facts of every path the child changed (childChanges found them), of
+// their ancestors, and of the parent's entries in directories the child removes or
+// replaces. It reads a file only where its stat facts differ from the manifest's.
+func (h *handback) gather(ctx context.Context, cs *copyState, changed []string) ([]PathFacts, error) {
 	childKind := func(p string) Kind {
 		if i, ok := h.index[p]; ok {
 			return cs.listed[i].kind
 		}
 		return cs.added[p]
 	}
-	var changed []string
-	for i := range h.m.records {
-		if h.childChanged(&h.m.records[i], cs.listed[i]) {
-			changed = append(changed, h.m.records[i].Path)
-		}
-	}
-	for p := range cs.added {
-		changed = append(changed, p)
-	}
-	slices.SortFunc(changed, comparePaths)
-
 	byPath := map[string]*PathFacts{}
 	var out []*PathFacts
 	add := func(p string, childChanged bool) (*PathFacts, error) {
@@ -496,6 +532,26 @@ func looksBinary(name string) (bool, error) {
 }
 
 func sameFacts(a, b facts) bool { return a == b }
+
+// childChanges walks the copy and returns what it holds and the paths the child changed,
+// in order.
+func (h *handback) childChanges(ctx context.Context) (*copyState, []string, error) {
+	cs := &copyState{listed: make([]childEntry, len(h.m.records)), added: map[string]Kind{}}
+	if err := h.walkCopy(ctx, cs); err != nil {
+		return nil, nil, err
+	}
+	var changed []string
+	for i := range h.m.records {
+		if h.childChanged(&h.m.records[i], cs.listed[i]) {
+			changed = append(changed, h.m.records[i].Path)
+		}
+	}
+	for p := range cs.added {
+		changed = append(changed, p)
+	}
+	slices.SortFunc(changed, comparePaths)
+	return cs, changed, nil
+}
 
 // childChanged reports whether the copy's entry differs from the base's, reading both only
 // when the stat facts differ from those recorded at spawn.
