@@ -467,9 +467,9 @@ func (h *handback) mergeLines(ctx context.Context, fs []*PathFacts, cs *copyStat
 			continue
 		}
 		rec, child := &h.m.records[i], cs.listed[i].facts
-		pname, bname, cname := join(h.parent, f.Path), join(h.base, f.Path), join(h.copy, f.Path)
+		pname := join(h.parent, f.Path)
 		if want, ok := h.journal[f.Path]; ok {
-			if pb, err := readRegular(pname, maxMergeSize); err == nil && contentHash(pb) == want {
+			if pb, err := readBeneath(h.parent, f.Path, maxMergeSize); err == nil && contentHash(pb) == want {
 				f.Same, f.Merge = false, MergeClean
 				h.merges[f.Path] = pb
 				continue
@@ -487,19 +487,22 @@ func (h *handback) mergeLines(ctx context.Context, fs []*PathFacts, cs *copyStat
 			pf.Size > maxMergeSize || child.Size > maxMergeSize || rec.Parent.Size > maxMergeSize {
 			continue
 		}
+		// The three versions are read beneath their roots, following no symlink, and git
+		// merges private copies of them.
+		var sides [3][]byte
 		text := true
-		for _, name := range []string{pname, bname, cname} {
-			if bin, err := looksBinary(name); err != nil {
-				return err
-			} else if bin {
-				text = false
-				break
+		for k, root := range []string{h.parent, h.base, h.copy} {
+			b, err := readBeneath(root, f.Path, maxMergeSize)
+			if err != nil {
+				return fmt.Errorf("merge %s: %w", f.Path, err)
 			}
+			sides[k] = b
+			text = text && bytes.IndexByte(b[:min(len(b), 8000)], 0) < 0 // git's test for binary
 		}
 		if !text {
 			continue
 		}
-		out, clean, ok, err := lineMerge(ctx, h.dir, pname, bname, cname)
+		out, clean, ok, err := h.mergePrivate(ctx, sides)
 		if err != nil {
 			return fmt.Errorf("merge %s: %w", f.Path, err)
 		}
@@ -516,19 +519,22 @@ func (h *handback) mergeLines(ctx context.Context, fs []*PathFacts, cs *copyStat
 	return nil
 }
 
-// looksBinary applies git's test for a binary file: a NUL byte among its first 8000.
-func looksBinary(name string) (bool, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+// mergePrivate merges the parent's, the base's and the child's content by lines, written
+// to private files of the workspace directory for git to read.
+func (h *handback) mergePrivate(ctx context.Context, sides [3][]byte) (out []byte, clean, ok bool, err error) {
+	tmp, err := os.MkdirTemp(h.dir, ".merge-")
 	if err != nil {
-		return false, err
+		return nil, false, false, err
 	}
-	defer f.Close()
-	buf := make([]byte, 8000)
-	n, err := io.ReadFull(f, buf)
-	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-		return false, err
+	defer os.RemoveAll(tmp)
+	var names [3]string
+	for k, name := range []string{"parent", "base", "child"} {
+		names[k] = filepath.Join(tmp, name)
+		if err := os.WriteFile(names[k], sides[k], 0o600); err != nil {
+			return nil, false, false, err
+		}
 	}
-	return bytes.IndexByte(buf[:n], 0) >= 0, nil
+	return lineMerge(ctx, tmp, names[0], names[1], names[2])
 }
 
 func sameFacts(a, b facts) bool { return a == b }

@@ -65,29 +65,40 @@ func contentHash(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// fileHash hashes the content of the regular file name, not following a symlink.
-func fileHash(name string) (string, error) {
-	b, err := readRegular(name, maxMergeSize)
+// readBeneath reads the regular file at rel under root, opening each element beneath the
+// one above it and following no symlink, and refusing a file larger than limit. The
+// parent's workspace is shared with a running sandbox: a path judged a file may be a
+// symlink to anything by the time it is read, and what is read here is written back.
+func readBeneath(root, rel string, limit int64) ([]byte, error) {
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", err
+		return nil, &pathError{op: "open", path: root, err: err}
 	}
-	return contentHash(b), nil
-}
-
-// readRegular reads the regular file name, not following a symlink at its last element,
-// refusing one larger than limit.
-func readRegular(name string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, err
+	elems := strings.Split(rel, "/")
+	for i, e := range elems {
+		if e == "" || e == "." || e == ".." {
+			unix.Close(fd)
+			return nil, fmt.Errorf("%s: not a path beneath %s", rel, root)
+		}
+		flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if i < len(elems)-1 {
+			flags |= unix.O_DIRECTORY
+		}
+		next, err := unix.Openat(fd, e, flags, 0)
+		unix.Close(fd)
+		if err != nil {
+			return nil, &pathError{op: "open", path: filepath.Join(root, rel), err: err}
+		}
+		fd = next
 	}
+	f := os.NewFile(uintptr(fd), filepath.Join(root, rel))
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() || fi.Size() > limit {
-		return nil, fmt.Errorf("%s: not a regular file within %d bytes", name, limit)
+		return nil, fmt.Errorf("%s: not a regular file within %d bytes", filepath.Join(root, rel), limit)
 	}
 	b := make([]byte, 0, fi.Size())
 	buf := bytes.NewBuffer(b)

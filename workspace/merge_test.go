@@ -296,3 +296,28 @@ func TestLineMergeHardened(t *testing.T) {
 		t.Error("a program the repository names ran")
 	}
 }
+
+// What a line merge reads is read beneath its root following no symlink: a parent that
+// swapped a file, or a directory above it, for a symlink to a file outside gets an error,
+// never that file's content merged into its workspace.
+func TestMergeReadsFollowNoSymlink(t *testing.T) {
+	t.Parallel()
+	root, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	os.WriteFile(secret, []byte("secret\n"), 0o600)
+	os.MkdirAll(filepath.Join(root, "d"), 0o755)
+	os.WriteFile(filepath.Join(root, "d", "ok"), []byte("ok\n"), 0o644)
+	os.Symlink(secret, filepath.Join(root, "d", "link"))
+	os.Symlink(outside, filepath.Join(root, "up"))
+	if b, err := readBeneath(root, "d/ok", 100); err != nil || string(b) != "ok\n" {
+		t.Fatalf("d/ok: %q %v", b, err)
+	}
+	for _, rel := range []string{"d/link", "up/secret", "../" + filepath.Base(outside) + "/secret"} {
+		if b, err := readBeneath(root, rel, 100); err == nil {
+			t.Errorf("%s read %q", rel, b)
+		}
+	}
+	if _, err := readBeneath(root, "d/ok", 2); err == nil {
+		t.Error("a file over the limit was read")
+	}
+}
