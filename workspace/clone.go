@@ -163,6 +163,10 @@ func CloneGroup(ctx context.Context, parent, group string, dirs []string, opts O
 		}
 	}()
 	if ok, _ := snapshotsHere(parent, abs[0]); ok && !opts.NoSnapshot && opts.List.MaxFiles == 0 {
+		// Snapshots share nothing: the group's directory, if made, is not needed.
+		if err := os.Remove(group); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
 		for _, d := range abs {
 			rep, err := Clone(ctx, parent, d, opts)
 			if err != nil {

@@ -178,3 +178,28 @@ func TestSnapshotFallsBack(t *testing.T) {
 		}
 	}
 }
+
+// A group of snapshot workspaces is made one by one, each at once; the group's directory
+// is not needed and does not stay.
+func TestCloneGroupSnapshots(t *testing.T) {
+	needGit(t)
+	parent, dir := snapshotRepo(t)
+	group := dir + "-group"
+	os.Mkdir(group, 0o700)
+	dirs := []string{dir + "-0", dir + "-1"}
+	reps, err := CloneGroup(context.Background(), parent, group, dirs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range reps {
+		if !r.Snapshot || r.Dir != dirs[i] {
+			t.Errorf("report %d: %+v", i, r)
+		}
+		if err := Discard(dirs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Lstat(group); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the group's directory: %v", err)
+	}
+}
