@@ -162,21 +162,8 @@ func CloneGroup(ctx context.Context, parent, group string, dirs []string, opts O
 			removeAll(d)
 		}
 	}()
-	if ok, _ := snapshotsHere(parent, abs[0]); ok && !opts.NoSnapshot && opts.List.MaxFiles == 0 {
-		// Snapshots share nothing: the group's directory, if made, is not needed.
-		if err := os.Remove(group); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-		for _, d := range abs {
-			rep, err := Clone(ctx, parent, d, opts)
-			if err != nil {
-				return nil, err
-			}
-			madeDirs = append(madeDirs, d)
-			reps = append(reps, rep)
-		}
-		return reps, nil
-	}
+	snap, _ := snapshotsHere(parent, group)
+	snap = snap && !opts.NoSnapshot && opts.List.MaxFiles == 0
 	for _, d := range append([]string{group}, abs...) {
 		if _, err := makeDir(d); err != nil {
 			return nil, err
@@ -191,7 +178,34 @@ func CloneGroup(ctx context.Context, parent, group string, dirs []string, opts O
 			return nil, err
 		}
 	}
+	if snap {
+		switch reps, err := snapshotGroup(ctx, parent, filepath.Join(group, BaseDir), abs, start); {
+		case err == nil:
+			return reps, nil
+		case !errors.Is(err, errNoSnapshot):
+			return nil, err
+		}
+		if err := destroySubvolume(filepath.Join(group, BaseDir)); err != nil {
+			return nil, err
+		}
+	}
 	return cloneTrees(ctx, parent, filepath.Join(group, BaseDir), abs, opts, start)
+}
+
+// snapshotGroup makes base a read-only snapshot of the subvolume parent and each dir's
+// copy a writable snapshot of base: one base, listed once at the hand-backs.
+func snapshotGroup(ctx context.Context, parent, base string, dirs []string, start time.Time) ([]*CloneReport, error) {
+	h, t0, err := snapshotBase(ctx, parent, base)
+	if err != nil {
+		return nil, err
+	}
+	h.Base = base
+	for _, d := range dirs {
+		if err := snapshot(base, filepath.Join(d, CopyDir), false); err != nil {
+			return nil, err
+		}
+	}
+	return snapshotManifests(ctx, h, t0, parent, dirs, start)
 }
 
 // groupMembers is the directory of a group that holds a file per workspace still using
@@ -379,39 +393,61 @@ var errNoSnapshot = errors.New("no snapshot")
 // cloneSnapshot makes dir/base a read-only snapshot of the subvolume parent and dir/copy a
 // writable one of base, and a manifest with no records: the hand-back lists the base.
 func cloneSnapshot(ctx context.Context, parent, dir string, start time.Time) (*CloneReport, error) {
-	h, err := ignoreFacts(ctx, parent)
+	base := filepath.Join(dir, BaseDir)
+	h, t0, err := snapshotBase(ctx, parent, base)
 	if err != nil {
 		return nil, err
 	}
+	if err := snapshot(base, filepath.Join(dir, CopyDir), false); err != nil {
+		return nil, err
+	}
+	reps, err := snapshotManifests(ctx, h, t0, parent, []string{dir}, start)
+	if err != nil {
+		return nil, err
+	}
+	return reps[0], nil
+}
+
+// snapshotBase makes base a read-only snapshot of the subvolume parent; it returns the
+// manifest's header and the clock just before the snapshot.
+func snapshotBase(ctx context.Context, parent, base string) (header, int64, error) {
+	h, err := ignoreFacts(ctx, parent)
+	if err != nil {
+		return h, 0, err
+	}
 	if len(h.Prefix) > 0 {
-		return nil, errNoSnapshot // git's index lies above the subvolume, outside the snapshot
+		return h, 0, errNoSnapshot // git's index lies above the subvolume, outside the snapshot
 	}
 	h.Git = inGitWorkTree(ctx, parent)
 	// Every change to the parent after the snapshot has a ctime of at least t0: an entry of
 	// the base as new is racy (see record.Racy).
 	t0 := tickClock()
-	base, cp := filepath.Join(dir, BaseDir), filepath.Join(dir, CopyDir)
 	if err := snapshot(parent, base, true); err != nil {
 		var pe *pathError
 		if errors.As(err, &pe) && (pe.err == unix.EXDEV || pe.err == unix.EPERM || pe.err == unix.EACCES || pe.err == unix.ENOTTY || pe.err == unix.EOPNOTSUPP) {
-			return nil, errNoSnapshot
+			return h, 0, errNoSnapshot
 		}
-		return nil, err
+		return h, 0, err
 	}
-	if err := snapshot(base, cp, false); err != nil {
-		return nil, err
-	}
-	// The child's changes come after Clone returns, in a later tick than every ctime the
-	// snapshots hold.
+	return h, t0, nil
+}
+
+// snapshotManifests writes the manifest of each snapshot workspace in dirs, once the
+// clock has passed every ctime the snapshots hold: the child's changes come later.
+func snapshotManifests(ctx context.Context, h header, t0 int64, parent string, dirs []string, start time.Time) ([]*CloneReport, error) {
 	stamp, err := waitPast(ctx, tickClock())
 	if err != nil {
 		return nil, err
 	}
 	h.Version, h.Parent, h.Created, h.Stamp, h.Snapshot = manifestVersion, parent, start.UTC(), stamp, t0
-	if err := writeManifest(filepath.Join(dir, ManifestName), &manifest{header: h}); err != nil {
-		return nil, err
+	reps := make([]*CloneReport, len(dirs))
+	for i, d := range dirs {
+		if err := writeManifest(filepath.Join(d, ManifestName), &manifest{header: h}); err != nil {
+			return nil, err
+		}
+		reps[i] = &CloneReport{Parent: parent, Dir: d, Snapshot: true, Elapsed: time.Since(start)}
 	}
-	return &CloneReport{Parent: parent, Dir: dir, Snapshot: true, Elapsed: time.Since(start)}, nil
+	return reps, nil
 }
 
 type cloner struct {

@@ -283,6 +283,68 @@ type handback struct {
 // as made. An entry whose ctime is not older than the clock just before the snapshot is
 // racy.
 func snapshotRecords(ctx context.Context, base string, m *manifest) ([]record, error) {
+	rs, err := baseListings.get(ctx, base, m)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		switch r.Kind {
+		case File:
+			m.Files++
+			m.Bytes += r.Parent.Size
+		case Symlink:
+			m.Links++
+		case Dir:
+			m.Dirs++
+		}
+	}
+	return rs, nil
+}
+
+// baseListings keeps the records of the read-only bases that snapshot workspaces of a
+// group share, so that the group's hand-backs list their base once; a base's entry goes
+// with it (leaveGroup).
+var baseListings = &listings{m: map[string]*listing{}}
+
+type listings struct {
+	mu sync.Mutex
+	m  map[string]*listing // guarded by mu
+}
+
+type listing struct {
+	once sync.Once
+	rs   []record
+	err  error
+}
+
+// get returns base's records, listing it once for every caller; the records are shared
+// and never changed. A workspace with a base of its own is listed each time.
+func (l *listings) get(ctx context.Context, base string, m *manifest) ([]record, error) {
+	if m.Base == "" {
+		return listBase(ctx, base, m)
+	}
+	l.mu.Lock()
+	e := l.m[base]
+	if e == nil {
+		e = &listing{}
+		l.m[base] = e
+	}
+	l.mu.Unlock()
+	e.once.Do(func() { e.rs, e.err = listBase(ctx, base, m) })
+	if e.err != nil {
+		l.forget(base) // a cancelled listing is not kept
+	}
+	return e.rs, e.err
+}
+
+func (l *listings) forget(base string) {
+	l.mu.Lock()
+	delete(l.m, base)
+	l.mu.Unlock()
+}
+
+// listBase lists a snapshot workspace's base and gives each path's record from it.
+func listBase(ctx context.Context, base string, m *manifest) ([]record, error) {
 	entries, err := list(ctx, base, ListOptions{MaxFiles: math.MaxInt}, &m.Git)
 	if err != nil {
 		return nil, err
@@ -297,15 +359,6 @@ func snapshotRecords(ctx context.Context, base string, m *manifest) ([]record, e
 			return nil, fmt.Errorf("the base of a snapshot workspace changed at %s", e.Path)
 		}
 		rs[i] = record{Path: e.Path, Kind: k, Parent: f, Copy: f, Racy: k != Dir && f.Ctime >= m.Snapshot}
-		switch k {
-		case File:
-			m.Files++
-			m.Bytes += f.Size
-		case Symlink:
-			m.Links++
-		case Dir:
-			m.Dirs++
-		}
 	}
 	return rs, nil
 }

@@ -183,7 +183,8 @@ func leaveGroup(dir, group string) error {
 	if err := os.Rename(filepath.Join(group, BaseDir), trash); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	if err := removeAll(trash); err != nil {
+	baseListings.forget(filepath.Join(group, BaseDir))
+	if err := destroySubvolume(trash); err != nil {
 		return err
 	}
 	// Each member that got here tries both: the last to finish removes the group.

@@ -179,8 +179,9 @@ func TestSnapshotFallsBack(t *testing.T) {
 	}
 }
 
-// A group of snapshot workspaces is made one by one, each at once; the group's directory
-// is not needed and does not stay.
+// A group of snapshot workspaces shares one read-only base, listed once: each copy is a
+// snapshot of it, each hands back as a workspace of its own would, and the base and the
+// group go with the last.
 func TestCloneGroupSnapshots(t *testing.T) {
 	needGit(t)
 	parent, dir := snapshotRepo(t)
@@ -191,12 +192,29 @@ func TestCloneGroupSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !subvolumeRoot(filepath.Join(group, BaseDir)) {
+		t.Fatal("the group has no base snapshot")
+	}
+	os.WriteFile(filepath.Join(dirs[0], CopyDir, "a.txt"), []byte("zero\n"), 0o644)
+	os.WriteFile(filepath.Join(dirs[1], CopyDir, "src/b.go"), []byte("package one\n"), 0o644)
 	for i, r := range reps {
 		if !r.Snapshot || r.Dir != dirs[i] {
 			t.Errorf("report %d: %+v", i, r)
 		}
-		if err := Discard(dirs[i]); err != nil {
+		if _, err := os.Lstat(filepath.Join(dirs[i], BaseDir)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s has a base of its own: %v", dirs[i], err)
+		}
+		hb, err := Handback(context.Background(), dirs[i])
+		if err != nil {
 			t.Fatal(err)
+		}
+		if len(hb.Taken) != 1 || hb.Counts.Listed != 5 {
+			t.Errorf("hand-back %d: %+v", i, hb)
+		}
+	}
+	for p, want := range map[string]string{"a.txt": "zero\n", "src/b.go": "package one\n"} {
+		if b, _ := os.ReadFile(filepath.Join(parent, p)); string(b) != want {
+			t.Errorf("parent's %s = %q", p, b)
 		}
 	}
 	if _, err := os.Lstat(group); !errors.Is(err, os.ErrNotExist) {
