@@ -151,8 +151,19 @@ func fanoutGit(b *testing.B, fs, mnt string, n int) time.Duration {
 	for c := 0; c < n; c++ {
 		g.Go(func() error {
 			wt := filepath.Join(wts, fmt.Sprint(c))
-			if out, err := exec.Command("git", "-C", ws, "worktree", "add", "-q", "-b", fmt.Sprintf("c%d", c), wt).CombinedOutput(); err != nil {
-				return fmt.Errorf("%v: %s", err, out)
+			// Worktrees added at once sometimes trip over each other in git itself ("failed
+			// to read .git/worktrees/N/commondir"): such an add is tried again, as a user
+			// would.
+			for try := 0; ; try++ {
+				out, err := exec.Command("git", "-C", ws, "worktree", "add", "-q", "-B", fmt.Sprintf("c%d", c), wt).CombinedOutput()
+				if err == nil {
+					break
+				}
+				if try == 3 {
+					return fmt.Errorf("%v: %s", err, out)
+				}
+				os.RemoveAll(wt)
+				exec.Command("git", "-C", ws, "worktree", "prune").Run()
 			}
 			f, err := os.OpenFile(filepath.Join(wt, fmt.Sprintf("d%02d/f%05d.txt", c%100, c)), os.O_APPEND|os.O_WRONLY, 0)
 			if err != nil {

@@ -264,7 +264,11 @@ func (s *Session) CloneReport() *workspace.CloneReport {
 
 // handBack merges an isolated child's copy into its parent. The child's kernel and every
 // process it started have ended before this runs.
+//
+// It runs at every session's close: a parent's first waits for its children's trees still
+// being removed.
 func (s *Session) handBack(ctx context.Context) error {
+	s.waitRemovals()
 	if s.child == nil || s.child.dir == "" {
 		return nil
 	}
@@ -280,22 +284,70 @@ func (s *Session) handBack(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("session %s: hand-back: %w", s.id, err)
 	}
-	if err := workspace.Discard(s.child.dir); err != nil {
-		return fmt.Errorf("session %s: hand-back: %w", s.id, err)
-	}
-	// A directory the spawn made, whose hand-back kept no child's version, holds nothing
-	// anyone needs: it goes, so a clean child leaves nothing behind. One with conflicts
-	// stays, the report naming it.
+	// The base and the copy go in the background (removing a tree of reflinked files costs
+	// about what cloning it did), the parent's close waiting for them. A directory the
+	// spawn made, whose hand-back kept no child's version, holds nothing anyone needs: it
+	// goes too, at once out of the way, so a clean child leaves nothing behind. One with
+	// conflicts stays, the report naming it.
+	dir := s.child.dir
+	gone := ""
 	if s.child.made && len(rep.Conflicts) == 0 {
-		if err := os.RemoveAll(s.child.dir); err != nil {
+		gone = filepath.Join(filepath.Dir(dir), removingPrefix+filepath.Base(dir))
+		if err := os.Rename(dir, gone); err != nil {
 			return fmt.Errorf("session %s: hand-back: %w", s.id, err)
 		}
-		rep.Dir = ""
+		dir, rep.Dir = gone, ""
 	}
+	s.parent.removeLater(func() {
+		err := workspace.Discard(dir)
+		if err == nil && gone != "" {
+			err = os.RemoveAll(gone)
+		}
+		if err != nil {
+			s.log.Warn("isolated workspace: removal", "child", s.name, "dir", dir, "error", err)
+		}
+	})
 	s.child.mu.Lock()
 	s.child.handback = rep
 	s.child.mu.Unlock()
 	return nil
+}
+
+// removingPrefix names a handed-back child's directory being removed.
+const removingPrefix = ".removing-"
+
+// removals are the removals of handed-back children's trees still under way, by parent:
+// the parent's close waits for them (handBack).
+var removals = struct {
+	sync.Mutex
+	by map[*Session]*sync.WaitGroup // guarded by the mutex
+}{by: map[*Session]*sync.WaitGroup{}}
+
+// removeLater runs remove in the background, owned by s: s's close waits for it.
+func (s *Session) removeLater(remove func()) {
+	removals.Lock()
+	wg := removals.by[s]
+	if wg == nil {
+		wg = &sync.WaitGroup{}
+		removals.by[s] = wg
+	}
+	wg.Add(1)
+	removals.Unlock()
+	go func() {
+		defer wg.Done()
+		remove()
+	}()
+}
+
+// waitRemovals waits for the removals of s's children's trees.
+func (s *Session) waitRemovals() {
+	removals.Lock()
+	wg := removals.by[s]
+	delete(removals.by, s)
+	removals.Unlock()
+	if wg != nil {
+		wg.Wait()
+	}
 }
 
 // mergeEnv returns base with the entries of over added or replacing those of the same name.

@@ -365,6 +365,9 @@ func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Op
 	reps := make([]*CloneReport, len(dirs))
 	for j, d := range dirs {
 		mj := &manifest{header: m.header, records: slices.Clone(m.records)}
+		if mj.Base != "" {
+			mj.Member = memberName(d)
+		}
 		for i := range mj.records {
 			mj.records[i].Copy = c.copyFacts[j][i]
 		}
@@ -442,6 +445,9 @@ func snapshotManifests(ctx context.Context, h header, t0 int64, parent string, d
 	h.Version, h.Parent, h.Created, h.Stamp, h.Snapshot = manifestVersion, parent, start.UTC(), stamp, t0
 	reps := make([]*CloneReport, len(dirs))
 	for i, d := range dirs {
+		if h.Base != "" {
+			h.Member = memberName(d)
+		}
 		if err := writeManifest(filepath.Join(d, ManifestName), &manifest{header: h}); err != nil {
 			return nil, err
 		}

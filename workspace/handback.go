@@ -256,7 +256,7 @@ func Discard(dir string) error {
 		step("remove " + name)
 	}
 	if h, err := readHeader(dir); err == nil && h.Base != "" {
-		if err := leaveGroup(dir, filepath.Dir(h.Base)); err != nil {
+		if err := leaveGroup(h.Member, filepath.Dir(h.Base)); err != nil {
 			return err
 		}
 	}

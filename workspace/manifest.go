@@ -50,8 +50,10 @@ type header struct {
 	Snapshot int64 `json:"snapshot,omitempty"`
 	Git      bool  `json:"git,omitempty"`
 	// Base, for a workspace of a group (CloneGroup), is the base it shares with the
-	// group's others, in the group's directory; "": the workspace's own base.
-	Base string `json:"base,omitempty"`
+	// group's others, in the group's directory; "": the workspace's own base. Member names
+	// its file among the group's members (the directory may be renamed before Discard).
+	Base   string `json:"base,omitempty"`
+	Member string `json:"member,omitempty"`
 }
 
 type ignoreSet struct {
@@ -164,8 +166,8 @@ func readHeader(dir string) (header, error) {
 
 // leaveGroup says that dir no longer uses its group's shared base; the last to leave
 // removes the base and the group. A rerun after a cut finishes what the cut left.
-func leaveGroup(dir, group string) error {
-	member := filepath.Join(group, groupMembers, memberName(dir))
+func leaveGroup(name, group string) error {
+	member := filepath.Join(group, groupMembers, name)
 	if err := os.Remove(member); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -179,7 +181,7 @@ func leaveGroup(dir, group string) error {
 	}
 	// The last member: the base goes. Members that leave together may each find none
 	// left; the one whose rename wins removes it.
-	trash := filepath.Join(group, "removing-"+memberName(dir))
+	trash := filepath.Join(group, "removing-"+name)
 	if err := os.Rename(filepath.Join(group, BaseDir), trash); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
