@@ -421,7 +421,6 @@ func snapshotBase(ctx context.Context, parent, base string) (header, int64, erro
 	if len(h.Prefix) > 0 {
 		return h, 0, errNoSnapshot // git's index lies above the subvolume, outside the snapshot
 	}
-	h.Git = inGitWorkTree(ctx, parent)
 	// Every change to the parent after the snapshot has a ctime of at least t0: an entry of
 	// the base as new is racy (see record.Racy).
 	t0 := tickClock()
