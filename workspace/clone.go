@@ -185,8 +185,13 @@ func CloneGroup(ctx context.Context, parent, group string, dirs []string, opts O
 		case !errors.Is(err, errNoSnapshot):
 			return nil, err
 		}
-		if err := destroySubvolume(filepath.Join(group, BaseDir)); err != nil {
-			return nil, err
+		for _, sub := range append([]string{filepath.Join(group, BaseDir)}, abs...) {
+			if filepath.Base(sub) != BaseDir {
+				sub = filepath.Join(sub, CopyDir)
+			}
+			if err := destroySubvolume(sub); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return cloneTrees(ctx, parent, filepath.Join(group, BaseDir), abs, opts, start)
@@ -194,16 +199,25 @@ func CloneGroup(ctx context.Context, parent, group string, dirs []string, opts O
 
 // snapshotGroup makes base a read-only snapshot of the subvolume parent and each dir's
 // copy a writable snapshot of base: one base, listed once at the hand-backs.
+// A single workspace (one dir, base dir/base) is a group of one whose base is its own.
 func snapshotGroup(ctx context.Context, parent, base string, dirs []string, start time.Time) ([]*CloneReport, error) {
-	h, t0, err := snapshotBase(ctx, parent, base)
+	t0, wait, err := snapshotBase(ctx, parent, base)
+	if err == nil {
+		for _, d := range dirs {
+			if err = snapshot(base, filepath.Join(d, CopyDir), false); err != nil {
+				break
+			}
+		}
+	}
+	h, herr := wait()
 	if err != nil {
 		return nil, err
 	}
-	h.Base = base
-	for _, d := range dirs {
-		if err := snapshot(base, filepath.Join(d, CopyDir), false); err != nil {
-			return nil, err
-		}
+	if herr != nil {
+		return nil, herr
+	}
+	if len(dirs) > 1 || base != filepath.Join(dirs[0], BaseDir) {
+		h.Base = base
 	}
 	return snapshotManifests(ctx, h, t0, parent, dirs, start)
 }
@@ -396,15 +410,7 @@ var errNoSnapshot = errors.New("no snapshot")
 // cloneSnapshot makes dir/base a read-only snapshot of the subvolume parent and dir/copy a
 // writable one of base, and a manifest with no records: the hand-back lists the base.
 func cloneSnapshot(ctx context.Context, parent, dir string, start time.Time) (*CloneReport, error) {
-	base := filepath.Join(dir, BaseDir)
-	h, t0, err := snapshotBase(ctx, parent, base)
-	if err != nil {
-		return nil, err
-	}
-	if err := snapshot(base, filepath.Join(dir, CopyDir), false); err != nil {
-		return nil, err
-	}
-	reps, err := snapshotManifests(ctx, h, t0, parent, []string{dir}, start)
+	reps, err := snapshotGroup(ctx, parent, filepath.Join(dir, BaseDir), []string{dir}, start)
 	if err != nil {
 		return nil, err
 	}
@@ -412,26 +418,44 @@ func cloneSnapshot(ctx context.Context, parent, dir string, start time.Time) (*C
 }
 
 // snapshotBase makes base a read-only snapshot of the subvolume parent; it returns the
-// manifest's header and the clock just before the snapshot.
-func snapshotBase(ctx context.Context, parent, base string) (header, int64, error) {
-	h, err := ignoreFacts(ctx, parent)
-	if err != nil {
-		return h, 0, err
+// clock just before the snapshot and the wait for the manifest's header. Where parent
+// holds its own .git directory it is the work tree's root, with no ignore file above it to
+// record: the header's facts are read (a git) while the snapshots are made, and wait must
+// then be called whatever happens.
+func snapshotBase(ctx context.Context, parent, base string) (t0 int64, wait func() (header, error), err error) {
+	var h header
+	var herr error
+	done := make(chan struct{})
+	wait = func() (header, error) {
+		<-done
+		if herr == nil && len(h.Prefix) > 0 {
+			herr = errNoSnapshot // git's index lies above the subvolume, outside the snapshot
+		}
+		return h, herr
 	}
-	if len(h.Prefix) > 0 {
-		return h, 0, errNoSnapshot // git's index lies above the subvolume, outside the snapshot
+	if fi, err := os.Lstat(filepath.Join(parent, ".git")); err == nil && fi.IsDir() {
+		go func() {
+			defer close(done)
+			h, herr = ignoreFacts(ctx, parent)
+		}()
+	} else {
+		h, herr = ignoreFacts(ctx, parent)
+		close(done)
+		if _, err := wait(); err != nil {
+			return 0, wait, err
+		}
 	}
 	// Every change to the parent after the snapshot has a ctime of at least t0: an entry of
 	// the base as new is racy (see record.Racy).
-	t0 := tickClock()
+	t0 = tickClock()
 	if err := snapshot(parent, base, true); err != nil {
 		var pe *pathError
 		if errors.As(err, &pe) && (pe.err == unix.EXDEV || pe.err == unix.EPERM || pe.err == unix.EACCES || pe.err == unix.ENOTTY || pe.err == unix.EOPNOTSUPP) {
-			return h, 0, errNoSnapshot
+			return 0, wait, errNoSnapshot
 		}
-		return h, 0, err
+		return 0, wait, err
 	}
-	return h, t0, nil
+	return t0, wait, nil
 }
 
 // snapshotManifests writes the manifest of each snapshot workspace in dirs, once the
