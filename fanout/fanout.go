@@ -5,6 +5,7 @@ package fanout
 
 import (
 	"context"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,16 +19,49 @@ import (
 
 // Child is one child's line of the combined report.
 type Child struct {
-	Index     int                  `json:"index"`
-	Name      string               `json:"name"`
-	Status    int                  `json:"status"`
-	End       string               `json:"end"` // finished, exited, refused, failed
-	Error     string               `json:"error,omitempty"`
-	Taken     []api.Change         `json:"taken"`
-	Conflicts []api.ConflictedPath `json:"conflicts"`
-	Dir       string               `json:"dir,omitempty"` // where its conflicts/ and handback.json are
-	Result    *api.Result          `json:"result,omitempty"`
-	Clone     *api.CloneReport     `json:"clone,omitempty"`
+	Index     int              `json:"index"`
+	Name      string           `json:"name"`
+	Status    int              `json:"status"`
+	End       string           `json:"end"` // finished, exited, refused, failed
+	Error     string           `json:"error,omitempty"`
+	Taken     []api.Change     `json:"taken"`         // paths only it changed, now its version in the workspace
+	Merged    []api.Change     `json:"merged"`        // text files both changed whose lines merged cleanly, now the merge
+	Conflicts []Conflict       `json:"conflicts"`     // paths whose workspace version stayed; where each version is
+	Dir       string           `json:"dir,omitempty"` // where its conflicts/ and handback.json are
+	Result    *api.Result      `json:"result,omitempty"`
+	Clone     *api.CloneReport `json:"clone,omitempty"`
+}
+
+// Conflict is one conflicted path of a child with where each version was kept.
+type Conflict struct {
+	api.ConflictedPath
+	Kept Kept `json:"kept"`
+}
+
+// Kept names, by absolute path, where each version of a conflicted path is.
+type Kept struct {
+	Workspace string `json:"workspace,omitempty"` // the workspace's own, in place ("" when it holds none)
+	Child     string `json:"child,omitempty"`     // the child's ("" when it removed the path)
+	Marked    string `json:"marked,omitempty"`    // git's merge with conflict markers, for a text file
+}
+
+// conflicts gives a hand-back's conflicts with where each version was kept: the
+// workspace's in place, the child's and the marked merge under the hand-back's directory.
+func conflicts(workspace string, hb *api.Report) []Conflict {
+	out := make([]Conflict, len(hb.Conflicts))
+	for i, c := range hb.Conflicts {
+		out[i].ConflictedPath = c
+		if c.Parent != "absent" {
+			out[i].Kept.Workspace = filepath.Join(workspace, filepath.FromSlash(c.Path))
+		}
+		if c.Saved != "" && hb.Dir != "" {
+			out[i].Kept.Child = filepath.Join(hb.Dir, filepath.FromSlash(c.Saved))
+		}
+		if c.Marked != "" && hb.Dir != "" {
+			out[i].Kept.Marked = filepath.Join(hb.Dir, filepath.FromSlash(c.Marked))
+		}
+	}
+	return out
 }
 
 // Report is the combined report.
@@ -35,6 +69,7 @@ type Report struct {
 	Workspace string  `json:"workspace"`
 	Children  []Child `json:"children"`
 	Failed    int     `json:"failed"`    // children whose script failed or was refused
+	Merged    int     `json:"merged"`    // paths merged by lines over every child
 	Conflicts int     `json:"conflicts"` // conflicted paths over every child
 }
 
@@ -70,6 +105,9 @@ func Run(ctx context.Context, sp Spawner, o Options) *Report {
 	if parallel < 1 || parallel > n {
 		parallel = n
 	}
+	if w, ok := sp.(waver); ok {
+		w.wave(parallel)
+	}
 	rep := &Report{Workspace: sp.Workspace(), Children: make([]Child, n)}
 	var mu sync.Mutex
 	ended := 0
@@ -92,8 +130,11 @@ func Run(ctx context.Context, sp Spawner, o Options) *Report {
 			if c.Taken == nil {
 				c.Taken = []api.Change{}
 			}
+			if c.Merged == nil {
+				c.Merged = []api.Change{}
+			}
 			if c.Conflicts == nil {
-				c.Conflicts = []api.ConflictedPath{}
+				c.Conflicts = []Conflict{}
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -121,18 +162,52 @@ func Run(ctx context.Context, sp Spawner, o Options) *Report {
 		if c.End != orchestrator.Finished || c.Status != 0 {
 			rep.Failed++
 		}
+		rep.Merged += len(c.Merged)
 		rep.Conflicts += len(c.Conflicts)
 	}
 	return rep
 }
 
+// waver is a Spawner that spawns the first wave of children together; Run tells it the
+// wave's size before any child starts.
+type waver interface{ wave(n int) }
+
 // Embedded runs the children as children of root, in this process; done, when set, runs
-// once root has closed.
-func Embedded(root *orchestrator.Session, done func()) Spawner { return &embedded{root, done} }
+// once root has closed. The first wave is spawned as one group (Session.SpawnGroup): one
+// listing of the workspace and one base they share.
+func Embedded(root *orchestrator.Session, done func()) Spawner {
+	return &embedded{root: root, done: done}
+}
 
 type embedded struct {
-	root *orchestrator.Session
-	done func()
+	root  *orchestrator.Session
+	done  func()
+	first struct {
+		n    int // set by wave before any child
+		once sync.Once
+		kids []*orchestrator.Session
+		err  error
+	}
+}
+
+func (e *embedded) wave(n int) { e.first.n = n }
+
+// spawn spawns child i: from the first wave's group, or alone.
+func (e *embedded) spawn(ctx context.Context, i int, name string) (*orchestrator.Session, error) {
+	if i >= e.first.n {
+		return e.root.Spawn(ctx, orchestrator.ChildConfig{Name: name, Workspace: orchestrator.Isolated, Env: ChildEnv(i)})
+	}
+	e.first.once.Do(func() {
+		ccs := make([]orchestrator.ChildConfig, e.first.n)
+		for j := range ccs {
+			ccs[j] = orchestrator.ChildConfig{Name: "child-" + strconv.Itoa(j), Workspace: orchestrator.Isolated, Env: ChildEnv(j)}
+		}
+		e.first.kids, e.first.err = e.root.SpawnGroup(ctx, ccs)
+	})
+	if e.first.err != nil {
+		return nil, e.first.err
+	}
+	return e.first.kids[i], nil
 }
 
 func (e *embedded) Workspace() string { return e.root.Workspace() }
@@ -146,7 +221,7 @@ func (e *embedded) Close() {
 
 func (e *embedded) Child(ctx context.Context, i int, name, script string, spawned func()) Child {
 	c := Child{Index: i, Name: name, End: orchestrator.Failed}
-	child, err := e.root.Spawn(ctx, orchestrator.ChildConfig{Name: name, Workspace: orchestrator.Isolated, Env: ChildEnv(i)})
+	child, err := e.spawn(ctx, i, name)
 	spawned()
 	if err != nil {
 		c.Error = err.Error()
@@ -165,7 +240,7 @@ func (e *embedded) Child(ctx context.Context, i int, name, script string, spawne
 	}
 	if h := child.Handback(); h != nil {
 		hb := h.API()
-		c.Taken, c.Conflicts, c.Dir = hb.Taken, hb.Conflicts, hb.Dir
+		c.Taken, c.Merged, c.Conflicts, c.Dir = hb.Taken, hb.Merged, conflicts(e.Workspace(), hb), hb.Dir
 	}
 	return c
 }
@@ -210,7 +285,7 @@ func (h *hosted) Child(ctx context.Context, i int, name, script string, spawned 
 		out.Error, out.End = err.Error(), orchestrator.Failed
 	}
 	if hb := closed.Handback; hb != nil {
-		out.Taken, out.Conflicts, out.Dir = hb.Taken, hb.Conflicts, hb.Dir
+		out.Taken, out.Merged, out.Conflicts, out.Dir = hb.Taken, hb.Merged, conflicts(h.Workspace(), hb), hb.Dir
 	}
 	return out
 }

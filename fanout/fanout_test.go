@@ -45,7 +45,7 @@ func (s *spawner) Child(_ context.Context, i int, name, script string, spawned f
 	case 1:
 		c.Status = 1
 	case 2:
-		c.Conflicts = []api.ConflictedPath{{Path: "x"}}
+		c.Conflicts = []Conflict{{ConflictedPath: api.ConflictedPath{Path: "x"}}}
 	}
 	return c
 }

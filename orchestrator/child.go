@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/pathmap"
 	"github.com/paddockhq/paddock/workspace"
@@ -37,6 +39,8 @@ type ChildConfig struct {
 	// Listen and Key start the child's kernel listening (see Config): a host that keeps
 	// them can take the child up again after it died (ReopenChild).
 	Listen, Key string
+
+	grouped *workspace.CloneReport // SpawnGroup's clone for the child, in a directory it made
 }
 
 // child is what a parent keeps of a child.
@@ -97,18 +101,15 @@ func (s *Session) childConfig(ctx context.Context, cc ChildConfig, clone *worksp
 	case "", Shared:
 	case Isolated:
 		made := false
+		if clone == nil && cc.grouped != nil {
+			clone, made = cc.grouped, true
+		}
 		if clone == nil {
 			dir := cc.Dir
 			if dir == "" {
 				made = true
-				base := s.cfg.ChildDirs
-				if base == "" {
-					base = s.cfg.StateDir
-				}
-				if base == "" {
-					base = os.TempDir()
-				}
-				if err := os.MkdirAll(base, 0o700); err != nil {
+				base, err := s.childDirs()
+				if err != nil {
 					return cfg, err
 				}
 				d, err := os.MkdirTemp(base, "child-")
@@ -142,6 +143,89 @@ func (s *Session) childConfig(ctx context.Context, cc ChildConfig, clone *worksp
 	}
 	cfg.parent, cfg.name, cfg.child = s, cc.Name, ch
 	return cfg, nil
+}
+
+// childDirs is where isolated children's directories are made: ChildDirs, else the state
+// directory, else the system's temporary directory.
+func (s *Session) childDirs() (string, error) {
+	base := s.cfg.ChildDirs
+	if base == "" {
+		base = s.cfg.StateDir
+	}
+	if base == "" {
+		base = os.TempDir()
+	}
+	return base, os.MkdirAll(base, 0o700)
+}
+
+// SpawnGroup spawns children that start together, each as Spawn would: the isolated ones
+// with no Dir of their own are cloned as one group (one listing of the workspace and one
+// base they share, see workspace.CloneGroup: a tree more than the children, not two
+// each), and every kernel is started at once. On failure none is left.
+func (s *Session) SpawnGroup(ctx context.Context, ccs []ChildConfig) ([]*Session, error) {
+	var grouped []int
+	for i, cc := range ccs {
+		if cc.Workspace == Isolated && cc.Dir == "" {
+			grouped = append(grouped, i)
+		}
+	}
+	ccs = slices.Clone(ccs)
+	if len(grouped) > 1 {
+		base, err := s.childDirs()
+		if err != nil {
+			return nil, err
+		}
+		group, err := os.MkdirTemp(base, "group-")
+		if err != nil {
+			return nil, err
+		}
+		dirs := make([]string, len(grouped))
+		for j := range grouped {
+			if dirs[j], err = os.MkdirTemp(base, "child-"); err != nil {
+				break
+			}
+		}
+		var reps []*workspace.CloneReport
+		if err == nil {
+			reps, err = workspace.CloneGroup(ctx, s.cfg.Workspace, group, dirs, workspace.Options{})
+		}
+		if err != nil {
+			for _, d := range append(dirs, group) {
+				if d != "" {
+					os.RemoveAll(d)
+				}
+			}
+			return nil, fmt.Errorf("session %s: spawn: %w", s.id, err)
+		}
+		for j, i := range grouped {
+			ccs[i].grouped = reps[j]
+			for _, w := range reps[j].Warnings {
+				s.log.Warn("isolated workspace", "child", ccs[i].Name, "warning", w)
+			}
+		}
+	}
+	kids := make([]*Session, len(ccs))
+	var g errgroup.Group
+	for i, cc := range ccs {
+		g.Go(func() error {
+			k, err := s.Spawn(ctx, cc)
+			kids[i] = k
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		for i, k := range kids {
+			switch {
+			case k != nil:
+				k.Close()
+			case ccs[i].grouped != nil:
+				workspace.Discard(ccs[i].grouped.Dir)
+				os.RemoveAll(ccs[i].grouped.Dir)
+			}
+		}
+		return nil, err
+	}
+	return kids, nil
 }
 
 // remount returns m with the directory at sandbox path at seen from host instead.
@@ -180,32 +264,90 @@ func (s *Session) CloneReport() *workspace.CloneReport {
 
 // handBack merges an isolated child's copy into its parent. The child's kernel and every
 // process it started have ended before this runs.
+//
+// It runs at every session's close: a parent's first waits for its children's trees still
+// being removed.
 func (s *Session) handBack(ctx context.Context) error {
+	s.waitRemovals()
 	if s.child == nil || s.child.dir == "" {
 		return nil
 	}
-	s.parent.merge.Lock() // children that end together merge one after another
-	rep, err := workspace.Merge(ctx, s.child.dir)
+	// What reads only the child's workspace is done at once by children that end
+	// together; then they merge one after another.
+	prep, err := workspace.Prepare(ctx, s.child.dir)
+	if err != nil {
+		return fmt.Errorf("session %s: hand-back: %w", s.id, err)
+	}
+	s.parent.merge.Lock()
+	rep, err := prep.Merge(ctx)
 	s.parent.merge.Unlock()
 	if err != nil {
 		return fmt.Errorf("session %s: hand-back: %w", s.id, err)
 	}
-	if err := workspace.Discard(s.child.dir); err != nil {
-		return fmt.Errorf("session %s: hand-back: %w", s.id, err)
-	}
-	// A directory the spawn made, whose hand-back kept no child's version, holds nothing
-	// anyone needs: it goes, so a clean child leaves nothing behind. One with conflicts
-	// stays, the report naming it.
+	// The base and the copy go in the background (removing a tree of reflinked files costs
+	// about what cloning it did), the parent's close waiting for them. A directory the
+	// spawn made, whose hand-back kept no child's version, holds nothing anyone needs: it
+	// goes too, at once out of the way, so a clean child leaves nothing behind. One with
+	// conflicts stays, the report naming it.
+	dir := s.child.dir
+	gone := ""
 	if s.child.made && len(rep.Conflicts) == 0 {
-		if err := os.RemoveAll(s.child.dir); err != nil {
+		gone = filepath.Join(filepath.Dir(dir), removingPrefix+filepath.Base(dir))
+		if err := os.Rename(dir, gone); err != nil {
 			return fmt.Errorf("session %s: hand-back: %w", s.id, err)
 		}
-		rep.Dir = ""
+		dir, rep.Dir = gone, ""
 	}
+	s.parent.removeLater(func() {
+		err := workspace.Discard(dir)
+		if err == nil && gone != "" {
+			err = os.RemoveAll(gone)
+		}
+		if err != nil {
+			s.log.Warn("isolated workspace: removal", "child", s.name, "dir", dir, "error", err)
+		}
+	})
 	s.child.mu.Lock()
 	s.child.handback = rep
 	s.child.mu.Unlock()
 	return nil
+}
+
+// removingPrefix names a handed-back child's directory being removed.
+const removingPrefix = ".removing-"
+
+// removals are the removals of handed-back children's trees still under way, by parent:
+// the parent's close waits for them (handBack).
+var removals = struct {
+	sync.Mutex
+	by map[*Session]*sync.WaitGroup // guarded by the mutex
+}{by: map[*Session]*sync.WaitGroup{}}
+
+// removeLater runs remove in the background, owned by s: s's close waits for it.
+func (s *Session) removeLater(remove func()) {
+	removals.Lock()
+	wg := removals.by[s]
+	if wg == nil {
+		wg = &sync.WaitGroup{}
+		removals.by[s] = wg
+	}
+	wg.Add(1)
+	removals.Unlock()
+	go func() {
+		defer wg.Done()
+		remove()
+	}()
+}
+
+// waitRemovals waits for the removals of s's children's trees.
+func (s *Session) waitRemovals() {
+	removals.Lock()
+	wg := removals.by[s]
+	delete(removals.by, s)
+	removals.Unlock()
+	if wg != nil {
+		wg.Wait()
+	}
 }
 
 // mergeEnv returns base with the entries of over added or replacing those of the same name.

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/workspace"
 )
 
 // Checks is what this machine offers sessions, a line each, with what to fix: each
@@ -58,9 +59,18 @@ func checkEgress() Check {
 
 // checkReflink reports whether dir's filesystem clones files (FICLONE), which makes
 // isolated workspaces cheap; without it they are byte copies.
+//
+// On btrfs, a workspace that is the root of a subvolume gets snapshots instead, made at
+// once whatever it holds; the check says which a workspace in dir gets.
 func checkReflink(dir string) Check {
 	c := Check{Name: "reflink"}
 	fsName := filesystem(dir)
+	snap, why := workspace.Snapshots(dir)
+	if snap {
+		c.OK = true
+		c.Detail = fmt.Sprintf("%s (btrfs) is a subvolume: isolated workspaces are snapshots, made at once whatever it holds", dir)
+		return c
+	}
 	src, err := os.CreateTemp(dir, ".paddock-doctor-")
 	if err != nil {
 		c.Detail = fmt.Sprintf("cannot test %s (%s fs): %s", dir, fsName, errText(err))
@@ -84,6 +94,10 @@ func checkReflink(dir string) Check {
 	}
 	c.OK = true
 	c.Detail = fmt.Sprintf("%s (%s) clones files: isolated workspaces are reflink clones", dir, fsName)
+	if fsName == "btrfs" {
+		c.Detail += " (not snapshots: " + why + ")"
+		c.Fix = "make the workspace a btrfs subvolume (btrfs subvolume create) for snapshots, made at once whatever it holds"
+	}
 	return c
 }
 

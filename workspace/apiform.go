@@ -17,6 +17,12 @@ func (r *Report) API() *api.Report {
 			out.Taken[i] = api.Change(c)
 		}
 	}
+	if r.Merged != nil {
+		out.Merged = make([]api.Change, len(r.Merged))
+		for i, c := range r.Merged {
+			out.Merged[i] = api.Change(c)
+		}
+	}
 	if r.Conflicts != nil {
 		out.Conflicts = make([]api.ConflictedPath, len(r.Conflicts))
 		for i, c := range r.Conflicts {

@@ -2,12 +2,15 @@ package workspace
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -21,6 +24,8 @@ type Options struct {
 	List ListOptions
 	// Workers is how many files are cloned at once; zero means four per CPU.
 	Workers int
+	// NoSnapshot makes file clones even where the workspace could be snapshotted.
+	NoSnapshot bool
 }
 
 // CloneReport says what Clone made.
@@ -36,6 +41,10 @@ type CloneReport struct {
 	CopiedB  int64         `json:"copied_bytes"` // bytes of the files copied byte by byte, per tree
 	Elapsed  time.Duration `json:"elapsed_ns"`
 	Warnings []string      `json:"warnings,omitempty"`
+	// Snapshot is set when base and copy are btrfs snapshots of the workspace's subvolume:
+	// made at once whatever it holds, the files counted at the hand-back (the counts
+	// above are zero).
+	Snapshot bool `json:"snapshot,omitempty"`
 }
 
 // A file changed twice within one tick of the clock that stamps file times keeps its stat
@@ -59,6 +68,13 @@ var umask = func() uint32 {
 // by extents where the filesystem can, else copied by bytes with a warning in the report.
 // Modes, symlinks and modification times are kept. dir must not exist or be empty; on
 // failure nothing is left of it.
+//
+// Where parent is the root of a btrfs subvolume (and dir on the same filesystem, outside
+// it), base and copy are instead two snapshots of the subvolume, made at once whatever it
+// holds: a read-only one and a writable one. The copy then holds everything the parent
+// does, .git and ignored files too; the listing is taken from the base at the hand-back,
+// which reads what changed from the snapshots' stat facts (a snapshot keeps each file's
+// inode number and times).
 func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneReport, err error) {
 	start := time.Now()
 	if parent, err = filepath.Abs(parent); err != nil {
@@ -67,11 +83,13 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, err
 	}
+	inside := false
 	if rel, err := filepath.Rel(parent, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		if rel == "." {
 			return nil, &Error{Code: CodeInside, Msg: "the workspace directory cannot be the parent itself"}
 		}
 		opts.List.Exclude = append(opts.List.Exclude, filepath.ToSlash(rel))
+		inside = true
 	}
 	made, err := makeDir(dir)
 	if err != nil {
@@ -81,14 +99,141 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 		if err == nil {
 			return
 		}
+		for _, name := range []string{BaseDir, CopyDir, ManifestName + ".tmp"} {
+			destroySubvolume(filepath.Join(dir, name))
+		}
 		if made {
 			removeAll(dir)
-			return
-		}
-		for _, name := range []string{BaseDir, CopyDir, ManifestName + ".tmp"} {
-			removeAll(filepath.Join(dir, name))
 		}
 	}()
+	if ok, _ := snapshotsHere(parent, dir); ok && !inside && !opts.NoSnapshot && opts.List.MaxFiles == 0 {
+		switch rep, err := cloneSnapshot(ctx, parent, dir, start); {
+		case err == nil:
+			return rep, nil
+		case !errors.Is(err, errNoSnapshot):
+			return nil, err
+		}
+		for _, name := range []string{BaseDir, CopyDir} {
+			if err := destroySubvolume(filepath.Join(dir, name)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	reps, err := cloneTrees(ctx, parent, filepath.Join(dir, BaseDir), []string{dir}, opts, start)
+	if err != nil {
+		return nil, err
+	}
+	return reps[0], nil
+}
+
+// CloneGroup makes isolated workspaces of parent in each of dirs at once, as Clone makes
+// one, for children that start together from the same parent: with file clones, one
+// listing of the parent and one base, shared, in group (a directory of its own, which must
+// not exist or be empty), and in each dir its copy and manifest: one tree more than the
+// children instead of two each. The shared base goes with the last of them to be
+// discarded. Snapshot workspaces are made one by one, each at once. On failure nothing is
+// left of group or of any dir.
+func CloneGroup(ctx context.Context, parent, group string, dirs []string, opts Options) (reps []*CloneReport, err error) {
+	start := time.Now()
+	if parent, err = filepath.Abs(parent); err != nil {
+		return nil, err
+	}
+	if group, err = filepath.Abs(group); err != nil {
+		return nil, err
+	}
+	abs := make([]string, len(dirs))
+	for i, d := range dirs {
+		if abs[i], err = filepath.Abs(d); err != nil {
+			return nil, err
+		}
+		if rel, err := filepath.Rel(parent, abs[i]); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return nil, &Error{Code: CodeInside, Msg: "a group's workspace directories must lie outside the parent"}
+		}
+	}
+	var madeDirs []string
+	defer func() {
+		if err == nil {
+			return
+		}
+		for _, d := range madeDirs {
+			for _, name := range []string{BaseDir, CopyDir} {
+				destroySubvolume(filepath.Join(d, name))
+			}
+			removeAll(d)
+		}
+	}()
+	snap, _ := snapshotsHere(parent, group)
+	snap = snap && !opts.NoSnapshot && opts.List.MaxFiles == 0
+	for _, d := range append([]string{group}, abs...) {
+		if _, err := makeDir(d); err != nil {
+			return nil, err
+		}
+		madeDirs = append(madeDirs, d)
+	}
+	if err := os.Mkdir(filepath.Join(group, groupMembers), 0o700); err != nil {
+		return nil, err
+	}
+	for _, d := range abs {
+		if err := os.WriteFile(filepath.Join(group, groupMembers, memberName(d)), []byte(d+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	if snap {
+		switch reps, err := snapshotGroup(ctx, parent, filepath.Join(group, BaseDir), abs, start); {
+		case err == nil:
+			return reps, nil
+		case !errors.Is(err, errNoSnapshot):
+			return nil, err
+		}
+		for _, sub := range append([]string{filepath.Join(group, BaseDir)}, abs...) {
+			if filepath.Base(sub) != BaseDir {
+				sub = filepath.Join(sub, CopyDir)
+			}
+			if err := destroySubvolume(sub); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return cloneTrees(ctx, parent, filepath.Join(group, BaseDir), abs, opts, start)
+}
+
+// snapshotGroup makes base a read-only snapshot of the subvolume parent and each dir's
+// copy a writable snapshot of base: one base, listed once at the hand-backs.
+// A single workspace (one dir, base dir/base) is a group of one whose base is its own.
+func snapshotGroup(ctx context.Context, parent, base string, dirs []string, start time.Time) ([]*CloneReport, error) {
+	t0, wait, err := snapshotBase(ctx, parent, base)
+	if err == nil {
+		for _, d := range dirs {
+			if err = snapshot(base, filepath.Join(d, CopyDir), false); err != nil {
+				break
+			}
+		}
+	}
+	h, herr := wait()
+	if err != nil {
+		return nil, err
+	}
+	if herr != nil {
+		return nil, herr
+	}
+	if len(dirs) > 1 || base != filepath.Join(dirs[0], BaseDir) {
+		h.Base = base
+	}
+	return snapshotManifests(ctx, h, t0, parent, dirs, start)
+}
+
+// groupMembers is the directory of a group that holds a file per workspace still using
+// its base.
+const groupMembers = "members"
+
+func memberName(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return hex.EncodeToString(sum[:8])
+}
+
+// cloneTrees lists parent and clones its files into base and into the copy of each of dirs,
+// and writes each dir's manifest; base is dirs[0]'s own (dir/base) when there is one dir.
+func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Options, start time.Time) ([]*CloneReport, error) {
 	entries, err := List(ctx, parent, opts.List)
 	if err != nil {
 		return nil, err
@@ -98,9 +243,17 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 		return nil, err
 	}
 	h.Version, h.Parent, h.Created = manifestVersion, parent, start.UTC()
+	if len(dirs) > 1 || base != filepath.Join(dirs[0], BaseDir) {
+		h.Base = base
+	}
 	m := &manifest{header: h, records: make([]record, len(entries))}
-	c := &cloner{parent: parent, base: filepath.Join(dir, BaseDir), copy: filepath.Join(dir, CopyDir), m: m}
-	for _, root := range []string{c.base, c.copy} {
+	c := &cloner{parent: parent, base: base, m: m, copyFacts: make([][]facts, len(dirs))}
+	for i, d := range dirs {
+		c.copies = append(c.copies, filepath.Join(d, CopyDir))
+		c.copyFacts[i] = make([]facts, len(entries))
+	}
+	roots := append([]string{c.base}, c.copies...)
+	for _, root := range roots {
 		if err := os.Mkdir(root, 0o700); err != nil {
 			return nil, err
 		}
@@ -119,7 +272,7 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 			return nil, fmt.Errorf("clone %s: %s changed while listing", parent, e.Path)
 		}
 		m.records[i].Parent.Mode = f.Mode
-		for _, root := range []string{c.base, c.copy} {
+		for _, root := range roots {
 			if err := os.Mkdir(filepath.Join(root, filepath.FromSlash(e.Path)), 0o700); err != nil {
 				return nil, err
 			}
@@ -158,9 +311,9 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 					var err error
 					switch r.Kind {
 					case File:
-						err = c.file(r)
+						err = c.file(i)
 					case Symlink:
-						err = c.symlink(r)
+						err = c.symlink(i)
 					}
 					if err != nil {
 						return fmt.Errorf("clone %s: %w", r.Path, err)
@@ -191,7 +344,7 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 				return nil, fmt.Errorf("clone %s: %s changed while cloning", parent, rel)
 			}
 		}
-		for _, root := range []string{c.base, c.copy} {
+		for _, root := range roots {
 			name := filepath.Join(root, filepath.FromSlash(rel))
 			if perm := fa.Mode & 0o7777; perm != 0o700 {
 				if err := unix.Chmod(name, perm); err != nil {
@@ -215,42 +368,133 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 		}
 	}
 	var last int64
-	for _, r := range m.records {
-		last = max(last, r.Copy.Ctime)
+	for _, cf := range c.copyFacts {
+		for _, f := range cf {
+			last = max(last, f.Ctime)
+		}
 	}
 	if m.Stamp, err = waitPast(ctx, last); err != nil {
 		return nil, err
 	}
-	if err := writeManifest(filepath.Join(dir, ManifestName), m); err != nil {
+	reps := make([]*CloneReport, len(dirs))
+	for j, d := range dirs {
+		mj := &manifest{header: m.header, records: slices.Clone(m.records)}
+		if mj.Base != "" {
+			mj.Member = memberName(d)
+		}
+		for i := range mj.records {
+			mj.records[i].Copy = c.copyFacts[j][i]
+		}
+		if err := writeManifest(filepath.Join(d, ManifestName), mj); err != nil {
+			return nil, err
+		}
+		rep := &CloneReport{
+			Parent: parent, Dir: d,
+			Files: m.Files, Symlinks: m.Links, Dirs: m.Dirs, Bytes: m.Bytes,
+			Cloned: int(c.cloned.Load()), Copied: int(c.copied.Load()), CopiedB: c.copiedBytes.Load(),
+		}
+		if rep.Copied > 0 {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf(
+				"no reflinks: %d of %d files (%d bytes) were copied byte by byte, %d times, because the filesystem of %s cannot clone extents from %s (XFS, btrfs and APFS can)",
+				rep.Copied, rep.Files, rep.CopiedB, len(roots), d, parent))
+		}
+		rep.Elapsed = time.Since(start)
+		reps[j] = rep
+	}
+	return reps, nil
+}
+
+// errNoSnapshot is a snapshot refused in a way that file clones may still do.
+var errNoSnapshot = errors.New("no snapshot")
+
+// cloneSnapshot makes dir/base a read-only snapshot of the subvolume parent and dir/copy a
+// writable one of base, and a manifest with no records: the hand-back lists the base.
+func cloneSnapshot(ctx context.Context, parent, dir string, start time.Time) (*CloneReport, error) {
+	reps, err := snapshotGroup(ctx, parent, filepath.Join(dir, BaseDir), []string{dir}, start)
+	if err != nil {
 		return nil, err
 	}
-	rep = &CloneReport{
-		Parent: parent, Dir: dir,
-		Files: m.Files, Symlinks: m.Links, Dirs: m.Dirs, Bytes: m.Bytes,
-		Cloned: int(c.cloned.Load()), Copied: int(c.copied.Load()), CopiedB: c.copiedBytes.Load(),
+	return reps[0], nil
+}
+
+// snapshotBase makes base a read-only snapshot of the subvolume parent; it returns the
+// clock just before the snapshot and the wait for the manifest's header. Where parent
+// holds its own .git directory it is the work tree's root, with no ignore file above it to
+// record: the header's facts are read (a git) while the snapshots are made, and wait must
+// then be called whatever happens.
+func snapshotBase(ctx context.Context, parent, base string) (t0 int64, wait func() (header, error), err error) {
+	var h header
+	var herr error
+	done := make(chan struct{})
+	wait = func() (header, error) {
+		<-done
+		if herr == nil && len(h.Prefix) > 0 {
+			herr = errNoSnapshot // git's index lies above the subvolume, outside the snapshot
+		}
+		return h, herr
 	}
-	if rep.Copied > 0 {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf(
-			"no reflinks: %d of %d files (%d bytes) were copied byte by byte, twice, because the filesystem of %s cannot clone extents from %s (XFS, btrfs and APFS can)",
-			rep.Copied, rep.Files, rep.CopiedB, dir, parent))
+	if fi, err := os.Lstat(filepath.Join(parent, ".git")); err == nil && fi.IsDir() {
+		go func() {
+			defer close(done)
+			h, herr = ignoreFacts(ctx, parent)
+		}()
+	} else {
+		h, herr = ignoreFacts(ctx, parent)
+		close(done)
+		if _, err := wait(); err != nil {
+			return 0, wait, err
+		}
 	}
-	rep.Elapsed = time.Since(start)
-	return rep, nil
+	// Every change to the parent after the snapshot has a ctime of at least t0: an entry of
+	// the base as new is racy (see record.Racy).
+	t0 = tickClock()
+	if err := snapshot(parent, base, true); err != nil {
+		var pe *pathError
+		if errors.As(err, &pe) && (pe.err == unix.EXDEV || pe.err == unix.EPERM || pe.err == unix.EACCES || pe.err == unix.ENOTTY || pe.err == unix.EOPNOTSUPP) {
+			return 0, wait, errNoSnapshot
+		}
+		return 0, wait, err
+	}
+	return t0, wait, nil
+}
+
+// snapshotManifests writes the manifest of each snapshot workspace in dirs, once the
+// clock has passed every ctime the snapshots hold: the child's changes come later.
+func snapshotManifests(ctx context.Context, h header, t0 int64, parent string, dirs []string, start time.Time) ([]*CloneReport, error) {
+	stamp, err := waitPast(ctx, tickClock())
+	if err != nil {
+		return nil, err
+	}
+	h.Version, h.Parent, h.Created, h.Stamp, h.Snapshot = manifestVersion, parent, start.UTC(), stamp, t0
+	reps := make([]*CloneReport, len(dirs))
+	for i, d := range dirs {
+		if h.Base != "" {
+			h.Member = memberName(d)
+		}
+		if err := writeManifest(filepath.Join(d, ManifestName), &manifest{header: h}); err != nil {
+			return nil, err
+		}
+		reps[i] = &CloneReport{Parent: parent, Dir: d, Snapshot: true, Elapsed: time.Since(start)}
+	}
+	return reps, nil
 }
 
 type cloner struct {
-	parent, base, copy string
-	m                  *manifest
-	noReflink          atomic.Bool // set once the filesystem refused a clone
-	cloned, copied     atomic.Int64
-	copiedBytes        atomic.Int64
+	parent, base   string
+	copies         []string
+	m              *manifest
+	copyFacts      [][]facts   // by copy, by record: the copy's facts as made
+	noReflink      atomic.Bool // set once the filesystem refused a clone
+	cloned, copied atomic.Int64
+	copiedBytes    atomic.Int64
 }
 
 func (c *cloner) src(rel string) string { return filepath.Join(c.parent, filepath.FromSlash(rel)) }
 
 // file clones one regular file into both trees and records its facts: the parent's from
 // the descriptor it read (so a change while cloning reads as a change), the copy's as made.
-func (c *cloner) file(r *record) error {
+func (c *cloner) file(ri int) error {
+	r := &c.m.records[ri]
 	src := c.src(r.Path)
 	fd, err := unix.Open(src, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -268,14 +512,16 @@ func (c *cloner) file(r *record) error {
 	}
 	atime := st.Atim.Nano()
 	reflinked := true
-	for i, root := range []string{c.base, c.copy} {
+	for i, root := range append([]string{c.base}, c.copies...) {
 		dst := filepath.Join(root, filepath.FromSlash(r.Path))
-		cloned, f, err := c.cloneFile(fd, src, dst, r.Parent, atime, i == 1)
+		cloned, f, err := c.cloneFile(fd, src, dst, r.Parent, atime, i > 0)
 		if err != nil {
 			return err
 		}
 		reflinked = reflinked && cloned
-		r.Copy = f // the copy's, made last
+		if i > 0 {
+			c.copyFacts[i-1][ri] = f
+		}
 	}
 	if reflinked {
 		c.cloned.Add(1)
@@ -351,7 +597,8 @@ func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64, wantF
 	return cloned, factsOf(&st), nil
 }
 
-func (c *cloner) symlink(r *record) error {
+func (c *cloner) symlink(ri int) error {
+	r := &c.m.records[ri]
 	src := c.src(r.Path)
 	f, k, err := lstatFacts(src)
 	if err != nil {
@@ -366,7 +613,7 @@ func (c *cloner) symlink(r *record) error {
 	if err != nil {
 		return err
 	}
-	for _, root := range []string{c.base, c.copy} {
+	for i, root := range append([]string{c.base}, c.copies...) {
 		dst := filepath.Join(root, filepath.FromSlash(r.Path))
 		if err := os.Symlink(target, dst); err != nil {
 			return err
@@ -374,8 +621,8 @@ func (c *cloner) symlink(r *record) error {
 		if err := setTimes(dst, f.Mtime, true); err != nil {
 			return err
 		}
-		if root == c.copy {
-			if r.Copy, _, err = lstatFacts(dst); err != nil {
+		if i > 0 {
+			if c.copyFacts[i-1][ri], _, err = lstatFacts(dst); err != nil {
 				return err
 			}
 		}

@@ -122,3 +122,54 @@ func TestCloneDirs(t *testing.T) {
 		t.Errorf("a hand-back of an empty directory: %v, want %s", err, CodeNoManifest)
 	}
 }
+
+// Workspaces cloned as a group share one base: each holds its own copy and manifest, each
+// hands back as a workspace of its own would, and the base goes with the last of them.
+func TestCloneGroup(t *testing.T) {
+	for _, fs := range []string{"", "xfs"} {
+		t.Run("fs="+fs, func(t *testing.T) {
+			root := onFS(t, fs)
+			parent, group := filepath.Join(root, "parent"), filepath.Join(root, "group")
+			writeTree(t, parent, spec("a=1", "b=1", "d/c=1", "l->a"))
+			dirs := []string{filepath.Join(root, "w0"), filepath.Join(root, "w1"), filepath.Join(root, "w2")}
+			reps, err := CloneGroup(context.Background(), parent, group, dirs, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, d := range dirs {
+				if reps[i].Dir != d || reps[i].Files != 3 || reps[i].Symlinks != 1 {
+					t.Errorf("report %d: %+v", i, reps[i])
+				}
+				if _, err := os.Lstat(filepath.Join(d, BaseDir)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%s has a base of its own: %v", d, err)
+				}
+				if diff := diffTrees(spec("a=1", "b=1", "d/c=1", "l->a"), readTree(t, filepath.Join(d, CopyDir))); diff != "" {
+					t.Errorf("copy %d:\n%s", i, diff)
+				}
+			}
+			os.WriteFile(filepath.Join(dirs[0], CopyDir, "a"), []byte("0"), 0o644)
+			os.WriteFile(filepath.Join(dirs[1], CopyDir, "b"), []byte("1"), 0o644)
+			os.WriteFile(filepath.Join(dirs[2], CopyDir, "a"), []byte("2"), 0o644)
+			var conflicts []string
+			for i, d := range dirs {
+				rep, err := Handback(context.Background(), d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range rep.Conflicts {
+					conflicts = append(conflicts, fmt.Sprintf("%d:%s", i, c.Path))
+				}
+				_, err = os.Lstat(group)
+				if last := i == len(dirs)-1; last != errors.Is(err, os.ErrNotExist) {
+					t.Errorf("after %d hand-backs, the group: %v", i+1, err)
+				}
+			}
+			if diff := diffTrees(spec("a=0", "b=1", "d/c=1", "l->a"), readTree(t, parent)); diff != "" {
+				t.Errorf("parent:\n%s", diff)
+			}
+			if fmt.Sprint(conflicts) != "[2:a]" {
+				t.Errorf("conflicts %v, want the third child's a", conflicts)
+			}
+		})
+	}
+}

@@ -9,22 +9,34 @@ import (
 )
 
 // crashScenario is one workspace whose hand-back does every kind of step: takes, removals,
-// a directory for a file and a file for a directory (exchanges), same changes, and every
-// kind of conflict.
+// a directory for a file and a file for a directory (exchanges), same changes, line merges
+// (clean, one whose merge is the child's content, and marked), and every kind of conflict.
 var crashScenario = struct{ base, parent, child tree }{
-	base: spec("a=1", "b=1", "c=1", "d/x=1", "d/y=1", "e/x=1", "f=1", "g/x=1", "l->a", "m/", "r/x=1", "r/y/z=1", "s=1", "u/x=1", "h=1", "v/x=1"),
+	base: spec("a=1", "b=1", "c=1", "d/x=1", "d/y=1", "e/x=1", "f=1", "g/x=1", "l->a", "m/", "r/x=1", "r/y/z=1", "s=1", "u/x=1", "h=1", "v/x=1",
+		"mc=1\nm\n1\n", "ms=1\nm\n1\n", "mx=1\nm\n1\n", "w/mc=1\nm\n1\n"),
 	parent: spec("a=1", "b=1", "c=p", "d/x=1", "d/y=1", "d/p=p", "h=p", "e/x=1", "e/p=p", "f=1", "g->d", "l->a", "m/", "r/x=1", "r/y/z=1",
-		"s=same", "u/x=1", "v/x=1"),
+		"s=same", "u/x=1", "v/x=1", "mc=2\nm\n1\n", "ms=2\nm\n1\n", "mx=2\nm\n1\n", "w/mc=1\nm\n2\n"),
 	child: spec("a=child", "b*=1", "c=c", "d=file", "f/n/x=new", "g/x=1", "g/n=c", "l->b", "n/o/p=new", "n/q/",
-		"s=same", "t->a", "u/x=1", "v=file"),
+		"s=same", "t->a", "u/x=1", "v=file", "mc=1\nm\n2\n", "ms=2\nm\n2\n", "mx=3\nm\n1\n", "w/mc=3\nm\n1\n"),
 }
 
 // A hand-back killed (SIGKILL, a separate process) at any point, then rerun, ends with the
-// same parent, the same saved conflicts and the same report as an uncut one.
+// same parent, the same saved conflicts and the same report as an uncut one: on the test's
+// own filesystem (byte copies, or reflinks), on XFS (reflinks) and on btrfs (snapshots).
 func TestHandbackCrash(t *testing.T) {
+	for _, fs := range []string{"", "xfs", "btrfs"} {
+		name := fs
+		if name == "" {
+			name = "tmp"
+		}
+		t.Run(name, func(t *testing.T) { handbackCrash(t, fs) })
+	}
+}
+
+func handbackCrash(t *testing.T, fs string) {
 	sc := crashScenario
 	// The uncut run, counting its points.
-	parent, dir := ws(t, sc.base, sc.parent, sc.child)
+	parent, dir := wsOn(t, fs, sc.base, sc.parent, sc.child)
 	var count atomic.Int64
 	hook = func(string) { count.Add(1) }
 	want, err := Handback(context.Background(), dir)
@@ -35,7 +47,7 @@ func TestHandbackCrash(t *testing.T) {
 	points := int(count.Load())
 	wantTree, wantSaved := readTree(t, parent), readTree(t, filepath.Join(dir, ConflictsDir))
 	norm := func(r *Report) Report { c := *r; c.Parent, c.Dir = "", ""; return c }
-	if points < 20 || len(want.Conflicts) < 4 {
+	if points < 20 || len(want.Conflicts) < 4 || len(want.Merged) < 3 {
 		t.Fatalf("the scenario is too small: %d points, %+v", points, want)
 	}
 	check := func(t *testing.T, parent, dir string, got *Report) {
@@ -54,7 +66,7 @@ func TestHandbackCrash(t *testing.T) {
 		}
 	}
 	for k := 1; k <= points; k++ {
-		parent, dir := ws(t, sc.base, sc.parent, sc.child)
+		parent, dir := wsOn(t, fs, sc.base, sc.parent, sc.child)
 		if !runHelper(t, dir, k) {
 			t.Fatalf("the hand-back was not killed at point %d of %d", k, points)
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -29,8 +30,9 @@ import (
 type Report struct {
 	Parent    string           `json:"parent"`
 	Dir       string           `json:"dir"`
-	Taken     []Change         `json:"taken"`     // the child's changes now in the parent
-	Conflicts []ConflictedPath `json:"conflicts"` // the child's changes not taken
+	Taken     []Change         `json:"taken"`            // the child's changes now in the parent
+	Merged    []Change         `json:"merged,omitempty"` // files both changed whose lines merged cleanly, now the merge
+	Conflicts []ConflictedPath `json:"conflicts"`        // the child's changes not taken
 	Counts    Counts           `json:"counts"`
 }
 
@@ -51,15 +53,19 @@ type ConflictedPath struct {
 	// Saved is where the child's version is, relative to the workspace directory
 	// (conflicts/PATH); empty when the child removed the path.
 	Saved string `json:"saved,omitempty"`
+	// Marked, for a text file whose lines did not merge cleanly, is where git's merge with
+	// its conflict markers is, relative to the workspace directory (conflicts/PATH.merge).
+	Marked string `json:"marked,omitempty"`
 }
 
 // Counts sums up a hand-back.
 type Counts struct {
-	Listed    int `json:"listed"`    // paths in the manifest
-	Changed   int `json:"changed"`   // paths the child changed
-	Taken     int `json:"taken"`     // of those, now the child's version in the parent
-	Conflicts int `json:"conflicts"` // of those, not taken
-	Ignored   int `json:"ignored"`   // new paths of the child that the ignore rules leave out
+	Listed    int `json:"listed"`           // paths in the manifest
+	Changed   int `json:"changed"`          // paths the child changed
+	Taken     int `json:"taken"`            // of those, now the child's version in the parent
+	Merged    int `json:"merged,omitempty"` // of those, now the clean line merge of both versions
+	Conflicts int `json:"conflicts"`        // of those, not taken
+	Ignored   int `json:"ignored"`          // new paths of the child that the ignore rules leave out
 }
 
 // compared counts content comparisons, for the test that unchanged files are not read.
@@ -97,12 +103,33 @@ func Handback(ctx context.Context, dir string) (*Report, error) {
 // removals need not wait for each other. Once Merge has returned, Handback returns the
 // same report and only discards.
 func Merge(ctx context.Context, dir string) (*Report, error) {
+	p, err := Prepare(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return p.Merge(ctx)
+}
+
+// Prepared is a hand-back whose reading of the workspace alone is done: what the child
+// changed is known; nothing of the parent was read or written yet.
+type Prepared struct {
+	h       *handback
+	cs      *copyState
+	changed []string
+	done    *Report // the report of a hand-back that had ended
+}
+
+// Prepare does the part of a hand-back that reads only the workspace (a snapshot's
+// listing, the walk of the copy, the comparisons with the base) and none of the parent:
+// the children of one parent prepare at once, then merge one after another. The child
+// must have stopped.
+func Prepare(ctx context.Context, dir string) (*Prepared, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
 	if rep, err := readReport(dir); err == nil {
-		return rep, nil
+		return &Prepared{done: rep}, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -112,18 +139,58 @@ func Merge(ctx context.Context, dir string) (*Report, error) {
 	}
 	h := &handback{
 		dir: dir, parent: m.Parent, base: filepath.Join(dir, BaseDir), copy: filepath.Join(dir, CopyDir),
-		m: m, index: make(map[string]int, len(m.records)),
+		m: m, snapshot: m.Snapshot != 0,
 	}
+	if m.Base != "" {
+		h.base = m.Base // shared with the workspaces cloned with it
+	}
+	if h.snapshot {
+		if m.records, err = snapshotRecords(ctx, h.base, m); err != nil {
+			return nil, err
+		}
+	}
+	h.index = make(map[string]int, len(m.records))
 	for i, r := range m.records {
 		h.index[r.Path] = i
 	}
-	facts, err := h.gather(ctx)
+	cs, changed, err := h.childChanges(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{h: h, cs: cs, changed: changed}, nil
+}
+
+// Merge carries out a prepared hand-back up to its report (see the package function).
+func (p *Prepared) Merge(ctx context.Context) (*Report, error) {
+	if p.done != nil {
+		return p.done, nil
+	}
+	h, dir := p.h, p.h.dir
+	if rep, err := readReport(dir); err == nil {
+		return rep, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	facts, err := h.gather(ctx, p.cs, p.changed)
 	if err != nil {
 		return nil, err
 	}
 	steps := Plan(facts)
 	if err := h.clean(steps); err != nil {
 		return nil, err
+	}
+	// The merged contents' hashes go to the journal before the parent changes: a rerun
+	// after a cut finds a merge it already took by them (see gather).
+	journal := map[string]string{}
+	for _, s := range steps {
+		if s.Action == Merged {
+			journal[s.Path] = contentHash(h.merges[s.Path])
+		}
+	}
+	if len(journal) > 0 {
+		if err := writeJournal(dir, journal); err != nil {
+			return nil, err
+		}
 	}
 	for _, s := range steps {
 		if s.Action == Conflict && s.Child != Absent {
@@ -143,7 +210,7 @@ func Merge(ctx context.Context, dir string) (*Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if (s.Action == Take && s.Parent != Dir || s.Action == Conflict) && (s.Child == File || s.Child == Symlink) {
+		if (s.Action == Take && s.Parent != Dir || s.Action == Conflict || s.Action == Merged) && (s.Child == File || s.Child == Symlink) {
 			leaves = append(leaves, s)
 			continue
 		}
@@ -178,11 +245,23 @@ func Merge(ctx context.Context, dir string) (*Report, error) {
 // Discard removes the base and the copy of a workspace (Handback does, once its report
 // is written); the manifest, the report and the saved conflicts stay.
 func Discard(dir string) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
 	for _, name := range []string{CopyDir, BaseDir} {
-		if err := removeAll(filepath.Join(dir, name)); err != nil {
+		if err := destroySubvolume(filepath.Join(dir, name)); err != nil {
 			return err
 		}
 		step("remove " + name)
+	}
+	if h, err := readHeader(dir); err == nil && h.Base != "" {
+		if err := leaveGroup(h.Member, filepath.Dir(h.Base)); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, JournalName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
 	}
 	return nil
 }
@@ -192,7 +271,96 @@ type handback struct {
 	m                       *manifest
 	index                   map[string]int // path -> record
 	ignored                 atomic.Int64
-	dirs                    map[string]bool // parent paths known to be directories
+	dirs                    map[string]bool   // parent paths known to be directories
+	snapshot                bool              // base and copy are btrfs snapshots of the parent
+	journal                 map[string]string // a cut run's merged contents' hashes, by path
+	merges                  map[string][]byte // by path: the clean merge, or the marked one
+}
+
+// snapshotRecords lists the base of a snapshot workspace, as the parent was listed at
+// spawn, and gives each path's record from the base: a snapshot keeps the inode number
+// and times of every entry, so the base's facts are the parent's at spawn and the copy's
+// as made. An entry whose ctime is not older than the clock just before the snapshot is
+// racy.
+func snapshotRecords(ctx context.Context, base string, m *manifest) ([]record, error) {
+	rs, err := baseListings.get(ctx, base, m)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		switch r.Kind {
+		case File:
+			m.Files++
+			m.Bytes += r.Parent.Size
+		case Symlink:
+			m.Links++
+		case Dir:
+			m.Dirs++
+		}
+	}
+	return rs, nil
+}
+
+// baseListings keeps the records of the read-only bases that snapshot workspaces of a
+// group share, so that the group's hand-backs list their base once; a base's entry goes
+// with it (leaveGroup).
+var baseListings = &listings{m: map[string]*listing{}}
+
+type listings struct {
+	mu sync.Mutex
+	m  map[string]*listing // guarded by mu
+}
+
+type listing struct {
+	once sync.Once
+	rs   []record
+	err  error
+}
+
+// get returns base's records, listing it once for every caller; the records are shared
+// and never changed. A workspace with a base of its own is listed each time.
+func (l *listings) get(ctx context.Context, base string, m *manifest) ([]record, error) {
+	if m.Base == "" {
+		return listBase(ctx, base, m)
+	}
+	l.mu.Lock()
+	e := l.m[base]
+	if e == nil {
+		e = &listing{}
+		l.m[base] = e
+	}
+	l.mu.Unlock()
+	e.once.Do(func() { e.rs, e.err = listBase(ctx, base, m) })
+	if e.err != nil {
+		l.forget(base) // a cancelled listing is not kept
+	}
+	return e.rs, e.err
+}
+
+func (l *listings) forget(base string) {
+	l.mu.Lock()
+	delete(l.m, base)
+	l.mu.Unlock()
+}
+
+// listBase lists a snapshot workspace's base and gives each path's record from it.
+func listBase(ctx context.Context, base string, m *manifest) ([]record, error) {
+	entries, err := list(ctx, base, ListOptions{MaxFiles: math.MaxInt}, &m.Git)
+	if err != nil {
+		return nil, err
+	}
+	rs := make([]record, len(entries))
+	for i, e := range entries {
+		f, k, err := lstatFacts(join(base, e.Path))
+		if err != nil {
+			return nil, err
+		}
+		if k != e.Kind {
+			return nil, fmt.Errorf("the base of a snapshot workspace changed at %s", e.Path)
+		}
+		rs[i] = record{Path: e.Path, Kind: k, Parent: f, Copy: f, Racy: k != Dir && f.Ctime >= m.Snapshot}
+	}
+	return rs, nil
 }
 
 // lstatParent gives the facts of the parent's entry at p, which is Absent when a path
@@ -229,31 +397,16 @@ type childEntry struct {
 	facts facts
 }
 
-// gather walks the copy and collects the facts of every path the child changed, of their
-// ancestors, and of the parent's entries in directories the child removes or replaces.
-// It reads a file only where its stat facts differ from the manifest's.
-func (h *handback) gather(ctx context.Context) ([]PathFacts, error) {
-	cs := &copyState{listed: make([]childEntry, len(h.m.records)), added: map[string]Kind{}}
-	if err := h.walkCopy(ctx, cs); err != nil {
-		return nil, err
-	}
+// gather collects the facts of every path the child changed (childChanges found them), of
+// their ancestors, and of the parent's entries in directories the child removes or
+// replaces. It reads a file only where its stat facts differ from the manifest's.
+func (h *handback) gather(ctx context.Context, cs *copyState, changed []string) ([]PathFacts, error) {
 	childKind := func(p string) Kind {
 		if i, ok := h.index[p]; ok {
 			return cs.listed[i].kind
 		}
 		return cs.added[p]
 	}
-	var changed []string
-	for i := range h.m.records {
-		if h.childChanged(&h.m.records[i], cs.listed[i]) {
-			changed = append(changed, h.m.records[i].Path)
-		}
-	}
-	for p := range cs.added {
-		changed = append(changed, p)
-	}
-	slices.SortFunc(changed, comparePaths)
-
 	byPath := map[string]*PathFacts{}
 	var out []*PathFacts
 	add := func(p string, childChanged bool) (*PathFacts, error) {
@@ -337,6 +490,9 @@ func (h *handback) gather(ctx context.Context) ([]PathFacts, error) {
 			}
 		}
 	}
+	if err := h.mergeLines(ctx, out, cs); err != nil {
+		return nil, err
+	}
 	facts := make([]PathFacts, len(out))
 	for i, f := range out {
 		facts[i] = *f
@@ -344,7 +500,117 @@ func (h *handback) gather(ctx context.Context) ([]PathFacts, error) {
 	return facts, nil
 }
 
+// mergeLines merges by lines each file both changed differently that is a text file of
+// one mode in the base, the parent and the child, and records the outcome in its facts
+// and the merge in h.merges. A file the journal of a cut run names, whose parent's content
+// is the merge recorded there, was merged before the cut: it is merged again, to the
+// content it holds.
+func (h *handback) mergeLines(ctx context.Context, fs []*PathFacts, cs *copyState) error {
+	j, err := readJournal(h.dir)
+	if err != nil {
+		return err
+	}
+	h.journal, h.merges = j, map[string][]byte{}
+	for _, f := range fs {
+		if !f.ChildChanged || !f.ParentChanged || f.Base != File || f.Parent != File || f.Child != File {
+			continue
+		}
+		i, ok := h.index[f.Path]
+		if !ok {
+			continue
+		}
+		rec, child := &h.m.records[i], cs.listed[i].facts
+		pname := join(h.parent, f.Path)
+		if want, ok := h.journal[f.Path]; ok {
+			if pb, err := readBeneath(h.parent, f.Path, maxMergeSize); err == nil && contentHash(pb) == want {
+				f.Same, f.Merge = false, MergeClean
+				h.merges[f.Path] = pb
+				continue
+			}
+		}
+		if f.Same {
+			continue
+		}
+		pf, _, err := lstatFacts(pname)
+		if err != nil {
+			return err
+		}
+		perm := rec.Parent.Mode & 0o7777
+		if pf.Mode&0o7777 != perm || child.Mode&0o7777 != perm ||
+			pf.Size > maxMergeSize || child.Size > maxMergeSize || rec.Parent.Size > maxMergeSize {
+			continue
+		}
+		// The three versions are read beneath their roots, following no symlink, and git
+		// merges private copies of them.
+		var sides [3][]byte
+		text := true
+		for k, root := range []string{h.parent, h.base, h.copy} {
+			b, err := readBeneath(root, f.Path, maxMergeSize)
+			if err != nil {
+				return fmt.Errorf("merge %s: %w", f.Path, err)
+			}
+			sides[k] = b
+			text = text && bytes.IndexByte(b[:min(len(b), 8000)], 0) < 0 // git's test for binary
+		}
+		if !text {
+			continue
+		}
+		out, clean, ok, err := h.mergePrivate(ctx, sides)
+		if err != nil {
+			return fmt.Errorf("merge %s: %w", f.Path, err)
+		}
+		switch {
+		case !ok:
+		case clean:
+			f.Merge = MergeClean
+			h.merges[f.Path] = out
+		default:
+			f.Merge = MergeMarked
+			h.merges[f.Path] = out
+		}
+	}
+	return nil
+}
+
+// mergePrivate merges the parent's, the base's and the child's content by lines, written
+// to private files of the workspace directory for git to read.
+func (h *handback) mergePrivate(ctx context.Context, sides [3][]byte) (out []byte, clean, ok bool, err error) {
+	tmp, err := os.MkdirTemp(h.dir, ".merge-")
+	if err != nil {
+		return nil, false, false, err
+	}
+	defer os.RemoveAll(tmp)
+	var names [3]string
+	for k, name := range []string{"parent", "base", "child"} {
+		names[k] = filepath.Join(tmp, name)
+		if err := os.WriteFile(names[k], sides[k], 0o600); err != nil {
+			return nil, false, false, err
+		}
+	}
+	return lineMerge(ctx, tmp, names[0], names[1], names[2])
+}
+
 func sameFacts(a, b facts) bool { return a == b }
+
+// childChanges walks the copy and returns what it holds and the paths the child changed,
+// in order.
+func (h *handback) childChanges(ctx context.Context) (*copyState, []string, error) {
+	cs := &copyState{listed: make([]childEntry, len(h.m.records)), added: map[string]Kind{}}
+	if err := h.walkCopy(ctx, cs); err != nil {
+		return nil, nil, err
+	}
+	var changed []string
+	for i := range h.m.records {
+		if h.childChanged(&h.m.records[i], cs.listed[i]) {
+			changed = append(changed, h.m.records[i].Path)
+		}
+	}
+	for p := range cs.added {
+		changed = append(changed, p)
+	}
+	slices.SortFunc(changed, comparePaths)
+	return cs, changed, nil
+}
 
 // childChanged reports whether the copy's entry differs from the base's, reading both only
 // when the stat facts differ from those recorded at spawn.
@@ -385,6 +651,15 @@ func (h *handback) walkCopy(ctx context.Context, cs *copyState) error {
 			return err
 		}
 		fd := int(d.Fd())
+		if rel != "" && h.snapshot {
+			// A nested repository: its files are listed by no one (as List has it), and a
+			// snapshot copy holds them as the parent does.
+			for _, de := range des {
+				if de.Name() == ".git" {
+					return nil
+				}
+			}
+		}
 		for _, de := range des {
 			if de.Name() == ".gitignore" && de.Type().IsRegular() {
 				more, err := readIgnoreFile(filepath.Join(join(h.copy, rel), ".gitignore"), elems)
@@ -421,16 +696,31 @@ func (h *handback) walkCopy(ctx context.Context, cs *copyState) error {
 					h.ignored.Add(1) // a fifo, socket or device: never handed back
 					continue
 				}
+				unchanged := false
+				if h.snapshot {
+					// A snapshot copy holds what no listing does (ignored files, nested
+					// repositories): such an entry as the base holds it is no change.
+					if unchanged, err = h.asBase(fd, name, sub, kind); err != nil {
+						return err
+					}
+					if unchanged && kind != Dir {
+						continue
+					}
+				}
 				if m == nil {
 					m = gitignore.NewMatcher(ps)
 				}
 				if m.Match(append(slices.Clip(elems), name), kind == Dir) {
-					h.ignored.Add(1)
+					if !unchanged {
+						h.ignored.Add(1)
+					}
 					continue
 				}
-				cs.mu.Lock()
-				cs.added[sub] = kind
-				cs.mu.Unlock()
+				if !unchanged {
+					cs.mu.Lock()
+					cs.added[sub] = kind
+					cs.mu.Unlock()
+				}
 			}
 			if kind == Dir {
 				subElems := append(slices.Clip(elems), name)
@@ -445,6 +735,33 @@ func (h *handback) walkCopy(ctx context.Context, cs *copyState) error {
 	}
 	g.Go(func() error { return walk("", slices.Clone(h.m.Prefix), h.m.patterns()) })
 	return g.Wait()
+}
+
+// asBase reports whether the copy's entry name (at sub, in the directory open as fd) is
+// the base's unchanged: a directory there too, or a file or symlink with the same facts.
+func (h *handback) asBase(fd int, name, sub string, kind Kind) (bool, error) {
+	// No symlink of the base above sub is looked through: its directories are checked
+	// from the top down.
+	for i := 0; i < len(sub); i++ {
+		if sub[i] != '/' {
+			continue
+		}
+		if _, k, err := lstatFacts(join(h.base, sub[:i])); err != nil || k != Dir {
+			return false, err
+		}
+	}
+	bf, bk, err := lstatFacts(join(h.base, sub))
+	if err != nil || bk != kind {
+		return false, err
+	}
+	if kind == Dir {
+		return true, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return false, &pathError{op: "lstat", path: join(h.copy, sub), err: err}
+	}
+	return sameFacts(factsOf(&st), bf) && bf.Ctime < h.m.Stamp, nil
 }
 
 // equalEntries compares the contents of two entries of kind k: a file's permission bits
@@ -520,7 +837,11 @@ func (h *handback) clean(steps []Step) error {
 		if s.Action == Keep {
 			continue
 		}
-		for _, name := range []string{join(h.parent, s.Path), join(filepath.Join(h.dir, ConflictsDir), s.Path)} {
+		names := []string{join(h.parent, s.Path), join(filepath.Join(h.dir, ConflictsDir), s.Path)}
+		if s.Marked != "" {
+			names = append(names, join(filepath.Join(h.dir, ConflictsDir), s.Marked))
+		}
+		for _, name := range names {
 			t := tempFor(name)
 			if _, err := os.Lstat(t); err == nil {
 				if err := removeAll(t); err != nil {
@@ -538,11 +859,21 @@ func (h *handback) do(s Step) error {
 	switch s.Action {
 	case Take:
 		return h.put(join(h.copy, s.Path), join(h.parent, s.Path), s.Child)
+	case Merged:
+		i := h.index[s.Path]
+		return putBytes(h.merges[s.Path], join(h.parent, s.Path), h.m.records[i].Parent.Mode&0o7777)
 	case Conflict:
 		if s.Child == Absent {
 			return nil
 		}
-		return h.put(join(h.copy, s.Path), join(filepath.Join(h.dir, ConflictsDir), s.Path), s.Child)
+		conflicts := filepath.Join(h.dir, ConflictsDir)
+		if s.Marked != "" {
+			// The marked merge is the workspace owner's to read, like the saved versions.
+			if err := putBytes(h.merges[s.Path], join(conflicts, s.Marked), 0o600); err != nil {
+				return err
+			}
+		}
+		return h.put(join(h.copy, s.Path), join(conflicts, s.Path), s.Child)
 	}
 	return nil
 }
@@ -652,6 +983,7 @@ func (h *handback) report(facts []PathFacts, steps []Step) *Report {
 		base[f.Path] = f.Base
 	}
 	rep := &Report{Parent: h.parent, Dir: h.dir, Taken: []Change{}, Conflicts: []ConflictedPath{}}
+	var merged []Change
 	for _, s := range steps {
 		switch s.Action {
 		case Take, Same:
@@ -663,19 +995,26 @@ func (h *handback) report(facts []PathFacts, steps []Step) *Report {
 				c.Change = "removed"
 			}
 			rep.Taken = append(rep.Taken, c)
+		case Merged:
+			merged = append(merged, Change{Path: s.Path, Change: "modified", Kind: File.String()})
 		case Conflict:
 			c := ConflictedPath{Path: s.Path, Reason: s.Reason, Parent: s.Parent.String(), Child: s.Child.String()}
 			if s.Child != Absent {
 				c.Saved = ConflictsDir + "/" + s.Path
+			}
+			if s.Marked != "" {
+				c.Marked = ConflictsDir + "/" + s.Marked
 			}
 			rep.Conflicts = append(rep.Conflicts, c)
 		}
 	}
 	slices.SortFunc(rep.Taken, func(a, b Change) int { return comparePaths(a.Path, b.Path) })
 	slices.SortFunc(rep.Conflicts, func(a, b ConflictedPath) int { return comparePaths(a.Path, b.Path) })
+	slices.SortFunc(merged, func(a, b Change) int { return comparePaths(a.Path, b.Path) })
+	rep.Merged = merged
 	rep.Counts = Counts{
-		Listed: len(h.m.records), Taken: len(rep.Taken), Conflicts: len(rep.Conflicts),
-		Changed: len(rep.Taken) + len(rep.Conflicts), Ignored: int(h.ignored.Load()),
+		Listed: len(h.m.records), Taken: len(rep.Taken), Merged: len(merged), Conflicts: len(rep.Conflicts),
+		Changed: len(rep.Taken) + len(merged) + len(rep.Conflicts), Ignored: int(h.ignored.Load()),
 	}
 	return rep
 }

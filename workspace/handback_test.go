@@ -16,11 +16,25 @@ import (
 // the child's copy to hold child. It returns the parent and workspace directories.
 func ws(t testing.TB, base, parent, child tree) (string, string) {
 	t.Helper()
-	tmp := t.TempDir()
+	return wsOn(t, "", base, parent, child)
+}
+
+// wsOn is ws on the named test filesystem (see onFS). On btrfs the parent is a subvolume,
+// so the workspace is a pair of snapshots.
+func wsOn(t testing.TB, fs string, base, parent, child tree) (string, string) {
+	t.Helper()
+	tmp := onFS(t, fs)
 	pdir, dir := filepath.Join(tmp, "parent"), filepath.Join(tmp, "ws")
+	if fs == "btrfs" {
+		subvolume(t, pdir)
+	}
 	writeTree(t, pdir, base)
-	if _, err := Clone(context.Background(), pdir, dir, Options{}); err != nil {
+	rep, err := Clone(context.Background(), pdir, dir, Options{})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if rep.Snapshot != (fs == "btrfs") {
+		t.Fatalf("on %q the clone is a snapshot: %v", fs, rep.Snapshot)
 	}
 	for _, d := range []string{BaseDir, CopyDir} {
 		if diff := diffTrees(base, readTree(t, filepath.Join(dir, d))); diff != "" {
@@ -92,7 +106,7 @@ var rows = []row{
 		want: spec("a=2", "l->b", "n=3"), taken: map[string]string{"a": "modified", "b": "removed", "l": "modified", "n": "added"}},
 	{name: "both changed differently",
 		base: spec("a=1", "l->a"), parent: spec("a=2", "l->p"), child: spec("a=3", "l->c"),
-		want: spec("a=2", "l->p"), saved: spec("a=3", "l->c"),
+		want: spec("a=2", "l->p"), saved: spec("a=3", "l->c", "a.merge=<<<<<<< parent\n2\n=======\n3\n>>>>>>> child\n"),
 		conflicts: map[string]string{"a": ReasonBothChanged, "l": ReasonBothChanged}},
 	{name: "both added differently",
 		base: spec("k=0"), parent: spec("k=0", "n=p"), child: spec("k=0", "n=c"),
@@ -127,9 +141,17 @@ var rows = []row{
 }
 
 func TestHandbackTable(t *testing.T) {
-	for _, r := range rows {
-		t.Run(r.name, func(t *testing.T) {
-			parent, dir := ws(t, r.base, r.parent, r.child)
+	for _, fs := range []string{"", "btrfs"} {
+		for _, r := range rows {
+			t.Run(fs+"/"+r.name, func(t *testing.T) { handbackRow(t, fs, r) })
+		}
+	}
+}
+
+func handbackRow(t *testing.T, fs string, r row) {
+	{
+		{
+			parent, dir := wsOn(t, fs, r.base, r.parent, r.child)
 			rep, err := Handback(context.Background(), dir)
 			if err != nil {
 				t.Fatal(err)
@@ -191,7 +213,7 @@ func TestHandbackTable(t *testing.T) {
 			if diff := diffTrees(r.want, readTree(t, parent)); diff != "" {
 				t.Errorf("parent after a repeat:\n%s", diff)
 			}
-		})
+		}
 	}
 }
 
@@ -251,8 +273,19 @@ func TestHandbackReadsOnlyChanged(t *testing.T) {
 // law: cow_conflict_reported
 // law: cow_conflict_is_real
 // law: cow_plan_is_merge
+// law: cow_merge_clean
+// law: cow_merge_marked
 func TestHandbackProperty(t *testing.T) {
-	n := 300
+	needGit(t)
+	for _, fs := range []struct {
+		name string
+		n    int
+	}{{"", 300}, {"btrfs", 100}} {
+		t.Run(fs.name, func(t *testing.T) { handbackProperty(t, fs.name, fs.n) })
+	}
+}
+
+func handbackProperty(t *testing.T, fs string, n int) {
 	if testing.Short() {
 		n = 40
 	}
@@ -260,26 +293,20 @@ func TestHandbackProperty(t *testing.T) {
 	for i := range n {
 		b := randomTree(rng)
 		p, c := edit(rng, b), edit(rng, b)
-		parent, dir := ws(t, b, p, c)
+		parent, dir := wsOn(t, fs, b, p, c)
 		rep, err := Handback(context.Background(), dir)
 		if err != nil {
 			t.Fatalf("case %d: %v\nbase %v\nparent %v\nchild %v", i, err, b, p, c)
 		}
 		r := readTree(t, parent)
 		k := readTree(t, filepath.Join(dir, ConflictsDir))
-		o := outcome{conflicts: map[string]string{}, taken: map[string]bool{}}
-		for _, x := range rep.Conflicts {
-			o.conflicts[x.Path] = x.Reason
-		}
-		for _, x := range rep.Taken {
-			o.taken[x.Path] = true
-		}
-		if bad := checkLaws(b, p, c, r, k, o); len(bad) > 0 {
+		o := outcomeOfReport(rep)
+		if bad := checkLaws(b, p, c, r, k, o, gitMerge(t)); len(bad) > 0 {
 			t.Fatalf("case %d:\nbase %v\nparent %v\nchild %v\nresult %v\n%s", i, b, p, c, r, strings.Join(bad, "\n"))
 		}
 		// The model of the plan agrees with the disk.
-		steps := Plan(factsOfModels(b, p, c))
-		mr, mk := applyPlan(t, p, c, steps)
+		steps := Plan(factsOfModels(b, p, c, gitMerge(t)))
+		mr, mk := applyPlan(t, b, p, c, steps, gitMerge(t))
 		if diff := diffTrees(mr, r); diff != "" {
 			t.Fatalf("case %d: the disk differs from the plan's model:\n%s", i, diff)
 		}
@@ -287,4 +314,22 @@ func TestHandbackProperty(t *testing.T) {
 			t.Fatalf("case %d: saved conflicts differ from the plan's model:\n%s", i, diff)
 		}
 	}
+}
+
+// outcomeOfReport is what a hand-back's report says, for the laws.
+func outcomeOfReport(rep *Report) outcome {
+	o := outcome{conflicts: map[string]string{}, taken: map[string]bool{}, merged: map[string]bool{}, marked: map[string]string{}}
+	for _, x := range rep.Conflicts {
+		o.conflicts[x.Path] = x.Reason
+		if x.Marked != "" {
+			o.marked[x.Path] = strings.TrimPrefix(x.Marked, ConflictsDir+"/")
+		}
+	}
+	for _, x := range rep.Taken {
+		o.taken[x.Path] = true
+	}
+	for _, x := range rep.Merged {
+		o.merged[x.Path] = true
+	}
+	return o
 }

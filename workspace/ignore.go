@@ -16,14 +16,15 @@ import (
 // .gitignore files of the directories above the parent inside the work tree.
 func ignoreFacts(ctx context.Context, parent string) (header, error) {
 	var h header
-	if !inGitWorkTree(ctx, parent) {
+	// One git for the three facts: outside a work tree it fails (or says false).
+	out, err := gitexec.Command(ctx, parent, "-c", "core.quotepath=off",
+		"rev-parse", "--is-inside-work-tree", "--show-toplevel", "--git-path", "info/exclude").Output()
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if err != nil || len(lines) != 3 || lines[0] != "true" {
 		return h, nil
 	}
-	out, err := gitLines(ctx, parent, "rev-parse", "--show-toplevel")
-	if err != nil || len(out) == 0 {
-		return h, err
-	}
-	top := strings.TrimSpace(out[0])
+	h.Git = true
+	top, exclude := lines[1], lines[2]
 	if rp, err := filepath.EvalSymlinks(parent); err == nil {
 		if rel, err := filepath.Rel(top, rp); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
 			h.Prefix = strings.Split(filepath.ToSlash(rel), "/")
@@ -49,13 +50,10 @@ func ignoreFacts(ctx context.Context, parent string) (header, error) {
 	if ex := excludesFile(ctx, parent); ex != "" {
 		add(ex, nil)
 	}
-	if p, err := gitLines(ctx, parent, "rev-parse", "--git-path", "info/exclude"); err == nil && len(p) > 0 {
-		name := strings.TrimSpace(p[0])
-		if !filepath.IsAbs(name) {
-			name = filepath.Join(parent, name)
-		}
-		add(name, nil)
+	if !filepath.IsAbs(exclude) {
+		exclude = filepath.Join(parent, exclude)
 	}
+	add(exclude, nil)
 	for i := range h.Prefix {
 		add(filepath.Join(append([]string{top}, append(h.Prefix[:i:i], ".gitignore")...)...), h.Prefix[:i:i])
 	}

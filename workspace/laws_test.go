@@ -28,16 +28,67 @@ func holdsUnder(t tree, p string) bool {
 	return false
 }
 
-// outcome is what a hand-back reported: conflicts by path with their reason, and the
-// paths it took.
+// outcome is what a hand-back reported: conflicts by path with their reason, the paths it
+// took, the paths it merged by lines, and where it kept each marked merge.
 type outcome struct {
 	conflicts map[string]string
 	taken     map[string]bool
+	merged    map[string]bool
+	marked    map[string]string // path -> its marked merge, relative to conflicts/
+}
+
+// merger is a line merge of three files' contents: what it gives, whether it was clean,
+// and false when the files cannot be merged by lines. The model's (modelMerge) and git's
+// (gitMerge) are both held to the laws.
+type merger func(base, parent, child string) (out string, clean, ok bool)
+
+// mergeable reports whether the laws merge q by lines: a file in the base, the parent and
+// the child, of one mode, that both changed differently.
+func mergeable(b, p, c tree, q string) bool {
+	x, xok := b[q]
+	y, yok := p[q]
+	z, zok := c[q]
+	return xok && yok && zok && x.Kind == File && y.Kind == File && z.Kind == File &&
+		x.Exec == y.Exec && y.Exec == z.Exec && x != y && x != z && y != z
+}
+
+// lineMerge is what m gives for q, by the laws: ok only when q is mergeable.
+func lineMergeOf(m merger, b, p, c tree, q string) (out node, clean, ok bool) {
+	if !mergeable(b, p, c, q) {
+		return node{}, false, false
+	}
+	s, clean, ok := m(b[q].Data, p[q].Data, c[q].Data)
+	return node{Kind: File, Data: s, Exec: p[q].Exec}, clean, ok
+}
+
+// modelMerge merges the model's files by lines, as git does them: each is three lines
+// whose middle one no edit changes, so two edits meet only on the same line, and a line
+// both changed differently is a conflicting hunk. A file holding a NUL is binary.
+func modelMerge(base, parent, child string) (string, bool, bool) {
+	if strings.ContainsRune(base+parent+child, 0) {
+		return "", false, false
+	}
+	b, p, c := strings.Split(base, "\n"), strings.Split(parent, "\n"), strings.Split(child, "\n")
+	if len(b) != len(p) || len(b) != len(c) {
+		return "", false, false
+	}
+	out, clean := make([]string, len(b)), true
+	for i := range b {
+		switch {
+		case p[i] == b[i]:
+			out[i] = c[i]
+		case c[i] == b[i], c[i] == p[i]:
+			out[i] = p[i]
+		default:
+			out[i], clean = "<"+p[i]+"|"+c[i]+">", false
+		}
+	}
+	return strings.Join(out, "\n"), clean, true
 }
 
 // checkLaws returns every way the merged parent r and the saved conflicts k break the
 // hand-back's laws for base b, parent p and child c.
-func checkLaws(b, p, c, r, k tree, o outcome) []string {
+func checkLaws(b, p, c, r, k tree, o outcome, m merger) []string {
 	var bad []string
 	fail := func(law, path, format string, args ...any) {
 		bad = append(bad, fmt.Sprintf("%s at %q: %s (base %s, parent %s, child %s, result %s)", law, path,
@@ -64,6 +115,30 @@ func checkLaws(b, p, c, r, k tree, o outcome) []string {
 		childChanged := !same(c, b, q)
 		parentChanged := !same(p, b, q)
 		reason, conflict := o.conflicts[q]
+		merge, clean, canMerge := lineMergeOf(m, b, p, c, q)
+		merged := o.merged[q]
+		// law: cow_merge_clean
+		if canMerge && clean && (!merged || !same(r, tree{q: merge}, q)) {
+			fail("cow_merge_clean", q, "both changed its lines and they merge cleanly, but it was not merged (reported merged %v)", merged)
+		}
+		if merged && (!canMerge || !clean) {
+			fail("cow_merge_clean", q, "reported merged, but its lines do not merge cleanly")
+		}
+		if merged && (conflict || o.taken[q]) {
+			fail("report", q, "reported merged and taken or conflicted")
+		}
+		// law: cow_merge_marked
+		if canMerge && !clean {
+			name, ok := o.marked[q]
+			if !conflict || !ok {
+				fail("cow_merge_marked", q, "its lines conflict, but no conflict keeps the marked merge (conflict %v, marked %q)", conflict, name)
+			} else if n, ok := k[name]; !ok || n.Kind != File || n.Data != merge.Data {
+				fail("cow_merge_marked", q, "the marked merge kept at %q is %s, want %q", name, show(n, ok), merge.Data)
+			}
+		}
+		if name, ok := o.marked[q]; ok && (!canMerge || clean) {
+			fail("cow_merge_marked", q, "a marked merge at %q where the lines did not conflict", name)
+		}
 		// law: cow_keeps_parent
 		if !childChanged && !same(r, p, q) && !recreated(q) {
 			fail("cow_keeps_parent", q, "the child did not change it but the parent's entry was not kept")
@@ -103,7 +178,7 @@ func checkLaws(b, p, c, r, k tree, o outcome) []string {
 			}
 		}
 		// law: cow_conflict_reported
-		if childChanged && parentChanged && !same(p, c, q) {
+		if childChanged && parentChanged && !same(p, c, q) && !merged {
 			if !conflict {
 				fail("cow_conflict_reported", q, "both changed it differently and no conflict was reported")
 			}
@@ -112,14 +187,14 @@ func checkLaws(b, p, c, r, k tree, o outcome) []string {
 			}
 		}
 		// Nothing either side wrote is lost.
-		if childChanged && !same(r, c, q) {
+		if childChanged && !same(r, c, q) && !merged {
 			if !conflict {
 				fail("no_loss", q, "the child's version was neither taken nor reported")
 			} else if _, ok := c[q]; ok && !same(k, c, q) {
 				fail("no_loss", q, "the child's version is not under conflicts/ (saved %s)", show(get(k, q)))
 			}
 		}
-		if parentChanged && !same(r, p, q) && !recreated(q) {
+		if parentChanged && !same(r, p, q) && !recreated(q) && !merged {
 			fail("no_loss", q, "the parent's change was lost")
 		}
 		if o.taken[q] && !same(r, c, q) {
@@ -162,8 +237,11 @@ func randomTree(rng *rand.Rand) tree {
 	return t
 }
 
+// randomFile is one of a few contents: three lines whose middle one never changes (edits
+// that meet on one line conflict, others merge), a binary one, and one of another length.
 func randomFile(rng *rand.Rand) node {
-	return node{Kind: File, Data: []string{"1", "2", "three"}[rng.IntN(3)], Exec: rng.IntN(4) == 0}
+	data := []string{"1\nm\n1\n", "1\nm\n2\n", "2\nm\n1\n", "2\nm\n2\n", "bin\x00", "three"}
+	return node{Kind: File, Data: data[rng.IntN(len(data))], Exec: rng.IntN(4) == 0}
 }
 
 // edit returns t changed by a few random edits, keeping it a tree.

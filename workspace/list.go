@@ -69,6 +69,12 @@ type ListOptions struct {
 // listed too, so empty ones are kept. More than MaxFiles files is refused with an *Error of
 // Code CodeTooManyFiles.
 func List(ctx context.Context, root string, opts ListOptions) ([]Entry, error) {
+	return list(ctx, root, opts, nil)
+}
+
+// list is List with git's rules or without them as useGit says, or as root is in a work
+// tree or not when it is nil.
+func list(ctx context.Context, root string, opts ListOptions, useGit *bool) ([]Entry, error) {
 	fi, err := os.Stat(root)
 	if err != nil {
 		return nil, &Error{Code: CodeNotDirectory, Msg: fmt.Sprintf("workspace %s cannot be listed", root), Err: err}
@@ -81,7 +87,7 @@ func List(ctx context.Context, root string, opts ListOptions) ([]Entry, error) {
 		max = MaxFiles
 	}
 	l := &lister{root: root, max: max, exclude: opts.Exclude}
-	if inGitWorkTree(ctx, root) {
+	if useGit != nil && *useGit || useGit == nil && inGitWorkTree(ctx, root) {
 		err = l.git(ctx)
 	} else {
 		err = l.walk(ctx)
@@ -225,6 +231,9 @@ func (l *lister) git(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		// An untracked nested repository is listed as "dir/": the directory, as the walk
+		// found it.
+		rel = strings.TrimSuffix(rel, "/")
 		if l.excluded(rel) || hasGitElem(rel) || !filepath.IsLocal(filepath.FromSlash(rel)) {
 			continue // a name out of root is no file of it, whatever the repository says
 		}

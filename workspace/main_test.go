@@ -24,8 +24,8 @@ const (
 
 // mounts are the loop filesystems the tests share (one per test binary).
 var mounts struct {
-	xfs, ext4       string // mount points; empty when they could not be made
-	xfsWhy, ext4Why string // why not
+	xfs, ext4, btrfs          string // mount points; empty when they could not be made
+	xfsWhy, ext4Why, btrfsWhy string // why not
 }
 
 func TestMain(m *testing.M) {
@@ -91,25 +91,26 @@ func setupMounts() func() {
 		}
 	}
 	if os.Geteuid() != 0 {
-		mounts.xfsWhy, mounts.ext4Why = "not root: cannot mount a loop filesystem", "not root: cannot mount a loop filesystem"
+		why := "not root: cannot mount a loop filesystem"
+		mounts.xfsWhy, mounts.ext4Why, mounts.btrfsWhy = why, why, why
 		return done
 	}
 	// PADDOCK_WS_IMAGE_DIR puts the images elsewhere (a tmpfs keeps the benchmarks from
 	// measuring a slow disk under the loop device).
 	tmp, err := os.MkdirTemp(os.Getenv("PADDOCK_WS_IMAGE_DIR"), "paddock-ws-mounts-")
 	if err != nil {
-		mounts.xfsWhy, mounts.ext4Why = err.Error(), err.Error()
+		mounts.xfsWhy, mounts.ext4Why, mounts.btrfsWhy = err.Error(), err.Error(), err.Error()
 		return done
 	}
 	cleanups = append(cleanups, func() { os.RemoveAll(tmp) })
 	mount := func(fstype string, mkfs ...string) (string, string) {
 		if _, err := exec.LookPath(mkfs[0]); err != nil {
-			return "", fmt.Sprintf("%s not installed (Debian package %s)", mkfs[0], map[string]string{"xfs": "xfsprogs", "ext4": "e2fsprogs"}[fstype])
+			return "", fmt.Sprintf("%s not installed (Debian package %s)", mkfs[0], map[string]string{"xfs": "xfsprogs", "ext4": "e2fsprogs", "btrfs": "btrfs-progs"}[fstype])
 		}
 		img, mnt := filepath.Join(tmp, fstype+".img"), filepath.Join(tmp, fstype)
 		f, err := os.Create(img)
 		if err == nil {
-			err = f.Truncate(map[string]int64{"xfs": 4 << 30, "ext4": 512 << 20}[fstype])
+			err = f.Truncate(map[string]int64{"xfs": 4 << 30, "ext4": 512 << 20, "btrfs": 4 << 30}[fstype])
 			f.Close()
 		}
 		if err != nil {
@@ -129,15 +130,23 @@ func setupMounts() func() {
 	}
 	mounts.xfs, mounts.xfsWhy = mount("xfs", "mkfs.xfs", "-q", "-m", "reflink=1")
 	mounts.ext4, mounts.ext4Why = mount("ext4", "mkfs.ext4", "-q", "-F")
+	mounts.btrfs, mounts.btrfsWhy = mount("btrfs", "mkfs.btrfs", "-q", "-f")
 	return done
 }
 
-// onFS returns a fresh directory on the named test filesystem ("xfs" or "ext4"), or skips.
+// onFS returns a fresh directory on the named test filesystem ("xfs", "ext4" or
+// "btrfs"), or skips; "" is the test's own temporary directory.
 func onFS(t testing.TB, fs string) string {
 	t.Helper()
+	if fs == "" {
+		return t.TempDir()
+	}
 	mnt, why := mounts.xfs, mounts.xfsWhy
-	if fs == "ext4" {
+	switch fs {
+	case "ext4":
 		mnt, why = mounts.ext4, mounts.ext4Why
+	case "btrfs":
+		mnt, why = mounts.btrfs, mounts.btrfsWhy
 	}
 	if mnt == "" {
 		requireIntegration(t, fs+" test filesystem: "+why)
@@ -148,4 +157,14 @@ func onFS(t testing.TB, fs string) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// subvolume makes dir a new btrfs subvolume, removed with the test.
+func subvolume(t testing.TB, dir string) {
+	t.Helper()
+	btrfs := peer.Program(t, "btrfs", "btrfs-progs")
+	if out, err := exec.Command(btrfs, "subvolume", "create", dir).CombinedOutput(); err != nil {
+		t.Fatalf("btrfs subvolume create: %v: %s", err, out)
+	}
+	t.Cleanup(func() { destroySubvolume(dir) })
 }

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Names inside a workspace directory.
@@ -41,6 +44,16 @@ type header struct {
 	Dirs  int   `json:"dirs"`
 	Links int   `json:"symlinks"`
 	Bytes int64 `json:"bytes"`
+	// Snapshot, for a workspace of btrfs snapshots, is tickClock (ns) just before they were
+	// made; the manifest then holds no records: the hand-back lists the base (read-only,
+	// as the parent was), with git's rules when Git says the parent was in a work tree.
+	Snapshot int64 `json:"snapshot,omitempty"`
+	Git      bool  `json:"git,omitempty"`
+	// Base, for a workspace of a group (CloneGroup), is the base it shares with the
+	// group's others, in the group's directory; "": the workspace's own base. Member names
+	// its file among the group's members (the directory may be renamed before Discard).
+	Base   string `json:"base,omitempty"`
+	Member string `json:"member,omitempty"`
 }
 
 type ignoreSet struct {
@@ -133,6 +146,56 @@ func readManifest(dir string) (*manifest, error) {
 		return nil, &Error{Code: CodeBadManifest, Msg: fmt.Sprintf("the manifest of %s cannot be read", dir), Err: err}
 	}
 	return m, nil
+}
+
+// readHeader reads only the first line of dir's manifest.
+func readHeader(dir string) (header, error) {
+	var h header
+	f, err := os.Open(filepath.Join(dir, ManifestName))
+	if err != nil {
+		return h, err
+	}
+	defer f.Close()
+	line, err := bufio.NewReaderSize(f, 4096).ReadBytes('\n')
+	if err != nil {
+		return h, err
+	}
+	err = json.Unmarshal(line, &h)
+	return h, err
+}
+
+// leaveGroup says that dir no longer uses its group's shared base; the last to leave
+// removes the base and the group. A rerun after a cut finishes what the cut left.
+func leaveGroup(name, group string) error {
+	member := filepath.Join(group, groupMembers, name)
+	if err := os.Remove(member); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	step("leave group")
+	left, err := os.ReadDir(filepath.Join(group, groupMembers))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil || len(left) > 0 {
+		return err
+	}
+	// The last member: the base goes. Members that leave together may each find none
+	// left; the one whose rename wins removes it.
+	trash := filepath.Join(group, "removing-"+name)
+	if err := os.Rename(filepath.Join(group, BaseDir), trash); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	baseListings.forget(filepath.Join(group, BaseDir))
+	if err := destroySubvolume(trash); err != nil {
+		return err
+	}
+	// Each member that got here tries both: the last to finish removes the group.
+	for _, d := range []string{filepath.Join(group, groupMembers), group} {
+		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
+			return err
+		}
+	}
+	return nil
 }
 
 func parseManifest(data []byte) (*manifest, error) {

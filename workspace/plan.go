@@ -13,8 +13,17 @@ import (
 //	child did not change            -> parent's content                (Keep)
 //	only the child changed          -> child's content, a removal too  (Take)
 //	both changed, to the same       -> kept                            (Same)
-//	both changed, differently       -> parent's content; conflict; child's version saved
+//	both changed a text file, lines
+//	  merge cleanly                 -> the merged content              (Merged)
+//	both changed, differently       -> parent's content; conflict; child's version saved,
+//	                                   and for a text file the marked merge beside it
 //	parent cannot hold it as a file -> parent's entry; conflict; child's version saved
+//
+// A line merge is git's (git merge-file of the parent's, the base's and the child's
+// content): it applies to a path that is a regular file in the base, the parent and the
+// child, with the same permission bits in all three. Binary files, modes and symlinks keep
+// the rest of the table. Whether the lines merge cleanly is a fact handback.go gathers
+// (MergeOutcome); the plan only reads it.
 //
 // "Cannot hold" is structural: the child's entry needs a directory of the parent that is a
 // file or symlink there (ParentFileAbove), or the child's file or removal needs a directory
@@ -31,7 +40,21 @@ type PathFacts struct {
 	ChildChanged  bool // the child's entry differs from the base's
 	ParentChanged bool // the parent's entry differs from the base's
 	Same          bool // the parent's entry equals the child's
+	// Merge is how git merges the lines of the three files, for a path both changed
+	// differently that is a text file with the same mode in the base, the parent and the
+	// child; NoMerge for every other path.
+	Merge MergeOutcome
 }
+
+// MergeOutcome is what a three-way line merge of one path gave.
+type MergeOutcome uint8
+
+// Outcomes of a line merge.
+const (
+	NoMerge     MergeOutcome = iota // not merged by lines: not three text files of one mode
+	MergeClean                      // merged with no conflicting hunk
+	MergeMarked                     // conflicting hunks: the merge holds conflict markers
+)
 
 // Action is what the plan does with a path.
 type Action uint8
@@ -42,10 +65,11 @@ const (
 	Take                   // the child's entry replaces the parent's (a removal too)
 	Same                   // both changed it to the same content: the parent's stays
 	Conflict               // the parent's entry stays; the child's version is saved
+	Merged                 // the clean line merge of the parent's and the child's file replaces the parent's
 )
 
 func (a Action) String() string {
-	return [...]string{"keep", "take", "same", "conflict"}[a]
+	return [...]string{"keep", "take", "same", "conflict", "merged"}[a]
 }
 
 // Reasons for a conflict.
@@ -64,6 +88,10 @@ type Step struct {
 	Child  Kind   // what the child holds: what Take writes (Absent: removes) or a Conflict saves
 	Parent Kind   // what the parent holds
 	Result Kind   // what the parent holds once the plan is carried out
+	// Marked, for a Conflict whose lines did not merge cleanly, is where the marked merge
+	// is kept: a path relative to the conflicts directory, beside the child's version
+	// (PATH.merge, or PATH.merge.merge … where that name is another saved path).
+	Marked string
 }
 
 // Plan decides every path. facts must hold each path at most once, and, for every path
@@ -114,6 +142,8 @@ func Plan(facts []PathFacts) []Step {
 			s.Action, s.Reason = Conflict, ReasonParentFileAbove
 		case f.ParentChanged && f.Same:
 			s.Action = Same
+		case f.ParentChanged && f.Merge == MergeClean:
+			s.Action, s.Result = Merged, File
 		case f.ParentChanged:
 			s.Action, s.Reason = Conflict, ReasonBothChanged
 		case f.Parent == Dir && f.Child != Dir && held[f.Path]:
@@ -124,6 +154,7 @@ func Plan(facts []PathFacts) []Step {
 		steps[i] = s
 		result[f.Path] = s.Result
 	}
+	markMerges(fs, steps)
 	// Order: removals deepest first, then everything else parents first.
 	var out []Step
 	for i := len(steps) - 1; i >= 0; i-- {
@@ -137,6 +168,32 @@ func Plan(facts []PathFacts) []Step {
 		}
 	}
 	return out
+}
+
+// markMerges names where each unclean line merge is kept under the conflicts directory:
+// PATH.merge, with ".merge" added again while the name is taken by a saved version of the
+// child, a directory above one, or another marked merge.
+func markMerges(fs []PathFacts, steps []Step) {
+	taken := map[string]bool{}
+	for _, s := range steps {
+		if s.Action == Conflict && s.Child != Absent {
+			for p := s.Path; p != "."; p = path.Dir(p) {
+				taken[p] = true
+			}
+		}
+	}
+	for i, f := range fs {
+		s := &steps[i]
+		if s.Action != Conflict || s.Reason != ReasonBothChanged || f.Merge != MergeMarked {
+			continue
+		}
+		name := s.Path + ".merge"
+		for taken[name] {
+			name += ".merge"
+		}
+		taken[name] = true
+		s.Marked = name
+	}
 }
 
 // blocked reports whether an ancestor of p ends as a file or symlink below every ancestor

@@ -25,6 +25,8 @@ func TestPlanRows(t *testing.T) {
 		{"both changed, same", []PathFacts{{Path: "a", Base: File, Parent: File, Child: File, ChildChanged: true, ParentChanged: true, Same: true}}, "a", Same, ""},
 		{"both removed", []PathFacts{{Path: "a", Base: File, Parent: Absent, Child: Absent, ChildChanged: true, ParentChanged: true, Same: true}}, "a", Same, ""},
 		{"both changed, different", []PathFacts{{Path: "a", Base: File, Parent: File, Child: File, ChildChanged: true, ParentChanged: true}}, "a", Conflict, ReasonBothChanged},
+		{"both changed lines that merge", []PathFacts{{Path: "a", Base: File, Parent: File, Child: File, ChildChanged: true, ParentChanged: true, Merge: MergeClean}}, "a", Merged, ""},
+		{"both changed lines that conflict", []PathFacts{{Path: "a", Base: File, Parent: File, Child: File, ChildChanged: true, ParentChanged: true, Merge: MergeMarked}}, "a", Conflict, ReasonBothChanged},
 		{"parent changed, child removed", []PathFacts{{Path: "a", Base: File, Parent: File, Child: Absent, ChildChanged: true, ParentChanged: true}}, "a", Conflict, ReasonBothChanged},
 		{"a directory with entries where the child's file goes", []PathFacts{
 			{Path: "d", Base: Dir, Parent: Dir, Child: File, ChildChanged: true},
@@ -65,8 +67,8 @@ func TestPlanRows(t *testing.T) {
 	}
 }
 
-// factsOfModels gives the facts of every path of base, parent and child.
-func factsOfModels(b, p, c tree) []PathFacts {
+// factsOfModels gives the facts of every path of base, parent and child, line merges by m.
+func factsOfModels(b, p, c tree, m merger) []PathFacts {
 	all := map[string]bool{}
 	for _, t := range []tree{b, p, c} {
 		for q := range t {
@@ -75,17 +77,23 @@ func factsOfModels(b, p, c tree) []PathFacts {
 	}
 	var fs []PathFacts
 	for q := range all {
-		fs = append(fs, PathFacts{
+		f := PathFacts{
 			Path: q, Base: b[q].Kind, Parent: p[q].Kind, Child: c[q].Kind,
 			ChildChanged: !same(c, b, q), ParentChanged: !same(p, b, q), Same: same(p, c, q),
-		})
+		}
+		if _, clean, ok := lineMergeOf(m, b, p, c, q); ok && clean {
+			f.Merge = MergeClean
+		} else if ok {
+			f.Merge = MergeMarked
+		}
+		fs = append(fs, f)
 	}
 	return fs
 }
 
 // applyPlan carries out steps on a model of the parent, as Handback does on disk, and
 // reports a step that cannot be carried out as planned.
-func applyPlan(t *testing.T, p, c tree, steps []Step) (r, k tree) {
+func applyPlan(t *testing.T, b, p, c tree, steps []Step, m merger) (r, k tree) {
 	r, k = tree{}, tree{}
 	for q, n := range p {
 		r[q] = n
@@ -107,7 +115,17 @@ func applyPlan(t *testing.T, p, c tree, steps []Step) (r, k tree) {
 				r[d] = node{Kind: Dir}
 			}
 			r[s.Path] = c[s.Path]
+		case Merged:
+			n, clean, ok := lineMergeOf(m, b, p, c, s.Path)
+			if !ok || !clean {
+				t.Fatalf("step %+v: no clean line merge", s)
+			}
+			r[s.Path] = n
 		case Conflict:
+			if s.Marked != "" {
+				n, _, _ := lineMergeOf(m, b, p, c, s.Path)
+				k[s.Marked] = node{Kind: File, Data: n.Data}
+			}
 			if s.Child != Absent {
 				k[s.Path] = c[s.Path]
 				for d := path.Dir(s.Path); d != "."; d = path.Dir(d) {
@@ -120,11 +138,16 @@ func applyPlan(t *testing.T, p, c tree, steps []Step) (r, k tree) {
 }
 
 func outcomeOf(steps []Step) outcome {
-	o := outcome{conflicts: map[string]string{}, taken: map[string]bool{}}
+	o := outcome{conflicts: map[string]string{}, taken: map[string]bool{}, merged: map[string]bool{}, marked: map[string]string{}}
 	for _, s := range steps {
 		switch s.Action {
+		case Merged:
+			o.merged[s.Path] = true
 		case Conflict:
 			o.conflicts[s.Path] = s.Reason
+			if s.Marked != "" {
+				o.marked[s.Path] = s.Marked
+			}
 		case Take, Same:
 			o.taken[s.Path] = true
 		}
@@ -139,14 +162,16 @@ func outcomeOf(steps []Step) outcome {
 // law: cow_takes_child
 // law: cow_conflict_reported
 // law: cow_conflict_is_real
+// law: cow_merge_clean
+// law: cow_merge_marked
 func TestPlanProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 20000 {
 		b := randomTree(rng)
 		p, c := edit(rng, b), edit(rng, b)
-		steps := Plan(factsOfModels(b, p, c))
-		r, k := applyPlan(t, p, c, steps)
-		if bad := checkLaws(b, p, c, r, k, outcomeOf(steps)); len(bad) > 0 {
+		steps := Plan(factsOfModels(b, p, c, modelMerge))
+		r, k := applyPlan(t, b, p, c, steps, modelMerge)
+		if bad := checkLaws(b, p, c, r, k, outcomeOf(steps), modelMerge); len(bad) > 0 {
 			t.Fatalf("case %d:\nbase %v\nparent %v\nchild %v\n%s", i, b, p, c, strings.Join(bad, "\n"))
 		}
 	}

@@ -48,3 +48,13 @@ func device(p string) (uint64, bool) {
 	}
 	return uint64(st.Dev), true
 }
+
+// Snapshots reports whether isolated workspaces of parent, made beside it (as Scratch
+// does), are btrfs snapshots; if not, why not, in words for `paddock doctor`.
+func Snapshots(parent string) (bool, string) {
+	parent, err := filepath.Abs(parent)
+	if err != nil {
+		return false, err.Error()
+	}
+	return snapshotsHere(parent, filepath.Join(filepath.Dir(parent), ".paddock-doctor"))
+}

@@ -31,11 +31,13 @@ func newFanoutCmd() *cobra.Command {
 		Use:   "fanout -n N [--workspace DIR] [--parallel K] [--json] [--host unix://PATH] -- SCRIPT",
 		Short: "Run SCRIPT in N isolated children at once and merge each back as it ends",
 		Long: `Fanout opens a session in the workspace and spawns N children, at most K at once, each
-in an isolated workspace (a reflink clone of the workspace) running SCRIPT with
-PADDOCK_CHILD_INDEX set to its index (0 to N-1). Each child is handed back as it ends: paths
-only it changed are taken; a path the workspace changed meanwhile is a conflict, the child's
-version kept under its conflicts/ directory. Exit status: 0 when every child finished with
-status 0 and nothing conflicted, 3 when a path conflicted, 1 when a child failed.
+in an isolated workspace (btrfs snapshots of a workspace that is a subvolume, else a
+reflink clone) running SCRIPT with PADDOCK_CHILD_INDEX set to its index (0 to N-1). Each
+child is handed back as it ends: paths only it changed are taken; a text file the workspace
+changed meanwhile is merged by lines as git merge-file does; any other path the workspace
+changed, or lines that conflict, is a conflict, the child's version (and the marked merge)
+kept under its conflicts/ directory. Exit status: 0 when every child finished with status 0
+and nothing conflicted, 3 when a path conflicted, 1 when a child failed.
 With --host unix://PATH (or PADDOCK_HOST) the children are a daemon's: its session is opened
 in the workspace, each child spawned, run and closed through its API.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -79,7 +81,7 @@ in the workspace, each child spawned, run and closed through its API.`,
 					return err
 				}
 			} else {
-				fmt.Fprintf(out, "%d children: %d failed, %d conflicted paths\n", n, rep.Failed, rep.Conflicts)
+				fmt.Fprintf(out, "%d children: %d failed, %d merged paths, %d conflicted paths\n", n, rep.Failed, rep.Merged, rep.Conflicts)
 			}
 			switch {
 			case rep.Failed > 0:
@@ -172,7 +174,7 @@ func fanoutHosted(ctx context.Context, cmd *cobra.Command, host, workspaceDir st
 
 // progress writes one line as a child ends.
 func progress(w io.Writer, ended, n int, c fanout.Child) {
-	fmt.Fprintf(w, "[%d/%d] %s %s (status %d): %d taken, %d conflicts\n", ended, n, c.Name, c.End, c.Status, len(c.Taken), len(c.Conflicts))
+	fmt.Fprintf(w, "[%d/%d] %s %s (status %d): %d taken, %d merged, %d conflicts\n", ended, n, c.Name, c.End, c.Status, len(c.Taken), len(c.Merged), len(c.Conflicts))
 	if len(c.Conflicts) > 0 && c.Dir != "" {
 		fmt.Fprintf(w, "  %s's versions of the conflicted paths are in %s\n", c.Name, filepath.Join(c.Dir, "conflicts"))
 	}

@@ -137,3 +137,43 @@ func TestFanoutScratchBesideTheWorkspace(t *testing.T) {
 		t.Errorf("exit %d; the copy warning, once:\n%s", code, se)
 	}
 }
+
+// Children that change different lines of one file are merged as git merges them: the
+// first to end is taken, the others merged. Where their lines meet, each later child's
+// conflict names where each version was kept: the workspace's in place, the child's and
+// the marked merge under its directory.
+// law: cow_merge_clean, cow_merge_marked
+func TestFanoutMergesLines(t *testing.T) {
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "lines.txt"), []byte("0\n1\n2\n3\n4\n5\n6\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "same.txt"), []byte("x\n"), 0o644)
+	state := t.TempDir()
+	so, se, code := paddock(t, "", "fanout", "-n", "3", "--parallel", "3", "--json", "--workspace", ws, "--state-dir", state, "--",
+		`sed -i "$((2*PADDOCK_CHILD_INDEX+1))s/.*/child $PADDOCK_CHILD_INDEX/" lines.txt; echo child $PADDOCK_CHILD_INDEX > same.txt`)
+	if code != exitConflicts {
+		t.Fatalf("exit %d, want %d (conflicts)\n%s\n%s", code, exitConflicts, so, se)
+	}
+	var rep fanout.Report
+	if err := json.Unmarshal([]byte(so), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, so)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "lines.txt")); string(b) != "child 0\n1\nchild 1\n3\nchild 2\n5\n6\n" {
+		t.Errorf("lines.txt = %q, want every child's line", b)
+	}
+	if rep.Merged != 2 || rep.Conflicts != 2 {
+		t.Fatalf("report: %d merged, %d conflicts; want 2 and 2\n%s", rep.Merged, rep.Conflicts, so)
+	}
+	for _, c := range rep.Children {
+		for _, x := range c.Conflicts {
+			if x.Path != "same.txt" || x.Kept.Workspace != filepath.Join(ws, "same.txt") {
+				t.Errorf("%s: conflict %+v", c.Name, x)
+			}
+			if b, err := os.ReadFile(x.Kept.Child); err != nil || string(b) != fmt.Sprintf("child %d\n", c.Index) {
+				t.Errorf("%s: its version at %q: %q %v", c.Name, x.Kept.Child, b, err)
+			}
+			if b, err := os.ReadFile(x.Kept.Marked); err != nil || !strings.Contains(string(b), "<<<<<<< parent\n") {
+				t.Errorf("%s: the marked merge at %q: %q %v", c.Name, x.Kept.Marked, b, err)
+			}
+		}
+	}
+}

@@ -95,6 +95,7 @@ type Report struct {
 	Parent    string           `json:"parent"`
 	Dir       string           `json:"dir"`
 	Taken     []Change         `json:"taken"`
+	Merged    []Change         `json:"merged,omitempty"` // files both changed, their lines merged cleanly
 	Conflicts []ConflictedPath `json:"conflicts"`
 	Counts    Counts           `json:"counts"`
 }
@@ -115,6 +116,9 @@ type ConflictedPath struct {
 	// Saved is where the child's version is, relative to the hand-back's directory
 	// (conflicts/PATH); empty when the child removed the path.
 	Saved string `json:"saved,omitempty"`
+	// Marked is where git's merge with conflict markers is, for a text file whose lines
+	// did not merge cleanly (conflicts/PATH.merge).
+	Marked string `json:"marked,omitempty"`
 }
 
 // Counts count a hand-back's paths.
@@ -122,6 +126,7 @@ type Counts struct {
 	Listed    int `json:"listed"`
 	Changed   int `json:"changed"`
 	Taken     int `json:"taken"`
+	Merged    int `json:"merged,omitempty"`
 	Conflicts int `json:"conflicts"`
 	Ignored   int `json:"ignored"`
 }
@@ -139,6 +144,7 @@ type CloneReport struct {
 	CopiedB  int64         `json:"copied_bytes"`
 	Elapsed  time.Duration `json:"elapsed_ns"`
 	Warnings []string      `json:"warnings,omitempty"`
+	Snapshot bool          `json:"snapshot,omitempty"` // base and copy are btrfs snapshots
 }
 
 // FSReadRequest is the body of a file read.

@@ -1,5 +1,5 @@
 // Package loopfs makes small filesystems on loop devices for tests and benchmarks that need
-// a real XFS (reflinks) or ext4 beside the machine's own disk. It needs root, the mkfs
+// a real XFS (reflinks), btrfs (snapshots) or ext4 beside the machine's own disk. It needs root, the mkfs
 // program of the filesystem and loop devices.
 package loopfs
 
@@ -15,14 +15,15 @@ import (
 
 // Mkfs are the commands that make each filesystem kind, by name.
 var Mkfs = map[string][]string{
-	"xfs":  {"mkfs.xfs", "-q", "-m", "reflink=1"},
-	"ext4": {"mkfs.ext4", "-q", "-F"},
+	"xfs":   {"mkfs.xfs", "-q", "-m", "reflink=1"},
+	"ext4":  {"mkfs.ext4", "-q", "-F"},
+	"btrfs": {"mkfs.btrfs", "-q", "-f"},
 }
 
 // packages name the Debian package of each mkfs program.
-var packages = map[string]string{"xfs": "xfsprogs", "ext4": "e2fsprogs"}
+var packages = map[string]string{"xfs": "xfsprogs", "ext4": "e2fsprogs", "btrfs": "btrfs-progs"}
 
-// Mount makes a filesystem of kind (xfs, ext4) of size bytes in an image under dir, mounts
+// Mount makes a filesystem of kind (xfs, ext4, btrfs) of size bytes in an image under dir, mounts
 // it on a loop device, and returns its mount point and the cleanup that unmounts it. The
 // error says why it could not, in words fit for a skip.
 func Mount(dir, kind string, size int64) (mnt string, cleanup func(), err error) {
