@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -43,11 +42,7 @@ daemon there says what its sessions would have, the flags given passed as run pa
 			var settings []api.Setting
 			if host := daemonHost(cmd.Flags()); host != "" {
 				// The daemon's settings are its own: its environment, its global file.
-				abs, err := filepath.Abs(workspace)
-				if err != nil {
-					return err
-				}
-				req, err := hostedRequest(cmd.Flags(), abs)
+				req, err := hostedRequest(cmd.Flags(), workspace)
 				if err != nil {
 					return err
 				}

@@ -34,9 +34,14 @@ func daemonHost(fs *pflag.FlagSet) string {
 var commandsOwn = map[string]bool{"workspace": true, "json": true, "budget": true, "no-output-timeout": true, "children": true, "parallel": true,
 	"listen": true, "session": true}
 
-// hostedRequest turns a command line into a session request (client.OpenRequest): the
-// flags given are its options, the commands' own and a daemon's --host aside.
+// hostedRequest turns a command line into a session request (client.OpenRequest) in
+// workspace, made absolute (the daemon's directory is not ours): the flags given are its
+// options, the commands' own and a daemon's --host aside.
 func hostedRequest(fs *pflag.FlagSet, workspace string) (api.OpenRequest, error) {
+	workspace, err := filepath.Abs(workspace)
+	if err != nil {
+		return api.OpenRequest{}, err
+	}
 	var opts []client.Option
 	fs.Visit(func(f *pflag.Flag) {
 		if commandsOwn[f.Name] || f.Name == "host" && strings.HasPrefix(f.Value.String(), "unix://") {
@@ -56,10 +61,6 @@ func hostedRequest(fs *pflag.FlagSet, workspace string) (api.OpenRequest, error)
 // at the end.
 func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script string, asJSON bool) error {
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	workspace, err := filepath.Abs(workspace) // the daemon's directory is not ours
-	if err != nil {
-		return err
-	}
 	req, err := hostedRequest(cmd.Flags(), workspace)
 	if err != nil {
 		return err

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -184,18 +182,8 @@ func newSessionsCmd() *cobra.Command {
 		Short: "Open a session in the daemon and print its id",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if workspace == "" {
-				wd, err := os.Getwd()
-				if err != nil {
-					return err
-				}
-				workspace = wd
-			}
-			ws, err := filepath.Abs(workspace)
-			if err != nil {
-				return err
-			}
-			req, err := hostedRequest(cmd.Flags(), ws)
+			req, err := hostedRequest(cmd.Flags(), workspace) // "": the current directory
+
 			if err != nil {
 				return err
 			}
