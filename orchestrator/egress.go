@@ -36,8 +36,8 @@ type Egress struct {
 	// the sandbox's network is its own, the variables advisory, and every request must
 	// carry the session's token.
 	Listen func(ctx context.Context) (net.Listener, error)
-	// Dir is where the directories bound into sandboxes are made; "": Config.StateDir, else
-	// the system's temporary directory.
+	// Dir is where the directories bound into sandboxes are made; "": the system's
+	// temporary directory.
 	Dir string
 	// Limits, when set, are the bounds the proxies of the session and its children hold
 	// together (a child's config shares its parent's); nil: each proxy its own.
@@ -143,10 +143,9 @@ func (s *Session) egressSpec(spec *transport.Spec) error {
 		return nil
 	}
 	if st.parent == "" {
+		// Not the session's state directory: a child's is deep in its parent's, and a unix
+		// socket's path holds at most 107 bytes.
 		base := s.cfg.Egress.Dir
-		if base == "" {
-			base = s.cfg.StateDir
-		}
 		if base == "" {
 			base = os.TempDir()
 		}
@@ -184,19 +183,8 @@ func (s *Session) startEgress(ctx context.Context, c *conn, spec transport.Spec)
 	}
 	st.mu.Lock()
 	if _, ok := st.listens[dir]; !ok {
-		sock := filepath.Join(dir, transport.EgressSocket)
-		os.Remove(sock) // an earlier kernel's
-		l, err := net.Listen("unix", sock)
+		l, err := listenIn(dir, transport.EgressSocket, 0o666)
 		if err != nil {
-			st.mu.Unlock()
-			return fmt.Errorf("egress: %w", err)
-		}
-		// The sandbox's user may not be the host's: the socket is made connectable by every
-		// user. The directory is bound read-only, but a workspace that holds Paddock's state
-		// would let a sandbox reach it another way: the mode is set on the socket opened
-		// without following a link, never on what its name points at.
-		if err := chmodSocket(sock, 0o666); err != nil {
-			l.Close()
 			st.mu.Unlock()
 			return fmt.Errorf("egress: %w", err)
 		}
@@ -210,10 +198,38 @@ func (s *Session) startEgress(ctx context.Context, c *conn, spec transport.Spec)
 	return nil
 }
 
-// chmodSocket sets the mode of the unix socket at name: opened with O_PATH|O_NOFOLLOW, it
-// must be a socket (not a link put in its place), and the mode is set on that file.
-func chmodSocket(name string, mode os.FileMode) error {
-	fd, err := unix.Open(name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+// listenIn listens on a unix socket name in dir (an earlier one's file replaced), made
+// connectable with mode: the sandbox's user may not be the host's. Both go through a
+// descriptor of the directory opened following no link, and the mode is set on the socket
+// opened the same way: the path's length is no matter (a socket's address holds 107
+// bytes), and neither a link put in the directory's place nor one where the socket is moves
+// either. (The directory is bound read-only into the sandbox, but a workspace that held
+// Paddock's state would let it reach the directory another way.)
+func listenIn(dir, name string, mode os.FileMode) (net.Listener, error) {
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(dfd)
+	at := fmt.Sprintf("/proc/self/fd/%d/%s", dfd, name)
+	unix.Unlinkat(dfd, name, 0) // an earlier kernel's
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: at, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	l.SetUnlinkOnClose(false) // the name it was bound by means nothing once dfd is closed
+	if err := chmodAt(dfd, name, mode); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// chmodAt sets the mode of the socket name in the directory dfd: opened with
+// O_PATH|O_NOFOLLOW, it must be a socket (not a link put in its place), and the mode is set
+// on that file.
+func chmodAt(dfd int, name string, mode os.FileMode) error {
+	fd, err := unix.Openat(dfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: name, Err: err}
 	}

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/paddockhq/paddock/egress"
 	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/internal/peer"
@@ -218,32 +220,64 @@ func (r *specRecorder) spec() transport.Spec {
 }
 
 // The proxy's socket is made connectable without following a link: a link put where the
-// socket is leaves its target's mode as it was.
-func TestChmodSocketFollowsNoLink(t *testing.T) {
+// socket is, or where its directory is, moves nothing; a directory deeper than a socket's
+// address can name is no matter.
+func TestListenInFollowsNoLink(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "secret")
 	os.WriteFile(target, []byte("x"), 0o600)
-	link := filepath.Join(dir, "proxy.sock")
-	os.Symlink(target, link)
-	if err := chmodSocket(link, 0o666); err == nil {
+	os.Mkdir(filepath.Join(dir, "real"), 0o755)
+	os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link"))
+	if _, err := listenIn(filepath.Join(dir, "link"), "proxy.sock", 0o666); err == nil {
+		t.Error("a link was taken for the directory")
+	}
+	deep := dir
+	for range 12 {
+		deep = filepath.Join(deep, "a-long-directory-name")
+	}
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := listenIn(deep, "proxy.sock", 0o666)
+	if err != nil {
+		t.Fatalf("a socket %d bytes deep: %v", len(deep), err)
+	}
+	defer l.Close()
+	sock := filepath.Join(deep, "proxy.sock")
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode().Perm() != 0o666 || fi.Mode().Type() != os.ModeSocket {
+		t.Errorf("the socket: %v %v", fi, err)
+	}
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	c, err := dialDeep(sock)
+	if err != nil {
+		t.Fatalf("connecting to the deep socket: %v", err)
+	}
+	c.Close()
+	// A link where the socket is: its target's mode is left as it was.
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dfd)
+	os.Symlink(target, filepath.Join(dir, "proxy.sock"))
+	if err := chmodAt(dfd, "proxy.sock", 0o666); err == nil {
 		t.Error("a link was taken for the socket")
 	}
 	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o600 {
 		t.Errorf("the link's target is now %v", fi.Mode())
 	}
-	sock := filepath.Join(dir, "real.sock")
-	l, err := net.Listen("unix", sock)
+}
+
+// dialDeep connects to a socket whatever its path's length, through its directory.
+func dialDeep(p string) (net.Conn, error) {
+	dfd, err := unix.Open(filepath.Dir(p), unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	defer l.Close()
-	if err := chmodSocket(sock, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	if fi, _ := os.Lstat(sock); fi.Mode().Perm() != 0o666 {
-		t.Errorf("the socket is %v", fi.Mode())
-	}
-	if err := chmodSocket(target, 0o666); err == nil {
-		t.Error("a regular file was taken for the socket")
-	}
+	defer unix.Close(dfd)
+	return net.Dial("unix", fmt.Sprintf("/proc/self/fd/%d/%s", dfd, filepath.Base(p)))
 }
