@@ -5,6 +5,7 @@ package fanout
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/session"
+	"github.com/paddockhq/paddock/workspace"
 )
 
 // Child is one child's line of the combined report.
@@ -243,6 +246,48 @@ func (e *embedded) Child(ctx context.Context, i int, name, script string, spawne
 		c.Taken, c.Merged, c.Conflicts, c.Dir = hb.Taken, hb.Merged, conflicts(e.Workspace(), hb), hb.Dir
 	}
 	return c
+}
+
+// Open opens the root session a fan-out's children are spawned from, as session.Open opens
+// one, with the children's clones, conflicts and reports in stateDir: "" makes a new
+// directory beside the workspace, on its filesystem so that the clones are reflinks or
+// snapshots, removed at the end once empty (a conflicted child's directory stays, named in
+// the report). done gets what Finish handed back of the root's own workspace (one synced to
+// a box), once the children are closed.
+func Open(ctx context.Context, o session.Options, stateDir string, done func(*workspace.Report, error)) (Spawner, error) {
+	made := stateDir == ""
+	if made {
+		var err error
+		if stateDir, _, err = workspace.Scratch(o.Workspace, ".paddock-fanout-"); err != nil {
+			return nil, err
+		}
+	}
+	p, err := session.Prepare(ctx, o)
+	if err != nil {
+		if made {
+			os.RemoveAll(stateDir)
+		}
+		return nil, err
+	}
+	cfg := p.Config
+	cfg.StateDir = stateDir
+	root, err := orchestrator.Open(ctx, cfg)
+	if err != nil {
+		p.Finish(ctx)
+		if made {
+			os.RemoveAll(stateDir)
+		}
+		return nil, err
+	}
+	return Embedded(root, func() {
+		rep, err := p.Finish(context.Background())
+		if done != nil {
+			done(rep, err)
+		}
+		if made {
+			os.Remove(stateDir) // only when empty: no child conflicted
+		}
+	}), nil
 }
 
 // Hosted runs the children in root, a session of the daemon c talks to: each is spawned

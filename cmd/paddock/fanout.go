@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/fanout"
-	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/workspace"
 )
 
@@ -102,49 +101,23 @@ in the workspace, each child spawned, run and closed through its API.`,
 	return cmd
 }
 
-// fanoutEmbedded runs the children in this process (fanout.Embedded), in a session opened
-// as run opens one.
+// fanoutEmbedded runs the children in this process (fanout.Open), in a session opened as
+// run opens one.
 func fanoutEmbedded(ctx context.Context, cmd *cobra.Command, workspaceDir, stateDir string, tf *transportFlags) (fanout.Spawner, error) {
 	l, err := loadSettings(workspaceDir, cmd.Flags(), transportKeys, cmd.ErrOrStderr())
 	if err != nil {
 		return nil, err
 	}
-	made := stateDir == ""
-	if made {
-		// Beside the workspace, on its filesystem, so that the clones are reflinks.
-		if stateDir, _, err = workspace.Scratch(workspaceDir, ".paddock-fanout-"); err != nil {
-			return nil, err
-		}
-	}
-	p, err := tf.prepare(ctx, workspaceDir, l)
+	o, err := tf.sessionOptions(workspaceDir, l)
 	if err != nil {
-		if made {
-			os.RemoveAll(stateDir)
-		}
 		return nil, err
 	}
-	cfg := p.Config
-	cfg.StateDir = stateDir
-	root, err := orchestrator.Open(ctx, cfg)
-	if err != nil {
-		p.Finish(ctx)
-		if made {
-			os.RemoveAll(stateDir)
-		}
-		return nil, err
-	}
-	return fanout.Embedded(root, func() {
-		rep, err := p.Finish(context.Background())
+	return fanout.Open(ctx, o, stateDir, func(rep *workspace.Report, err error) {
 		showHandback(cmd.ErrOrStderr(), rep.API()) // the root's workspace, synced to a box
 		if err != nil {
 			fmt.Fprintln(cmd.ErrOrStderr(), "paddock:", err)
 		}
-		if made {
-			// A clean child's directory went with its hand-back: what is left is the
-			// conflicted children's, each named in the report; an empty one goes.
-			os.Remove(stateDir)
-		}
-	}), nil
+	})
 }
 
 // fanoutHosted runs the children in a session of the daemon at host (fanout.Hosted).

@@ -2,27 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/subtle"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
-	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/client"
-	"github.com/paddockhq/paddock/daemon"
-	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/internal/sshfile"
 	"github.com/paddockhq/paddock/mcpserver"
 	"github.com/paddockhq/paddock/transport/ssh"
@@ -67,7 +55,7 @@ there, left open. The tools are the same; bash keeps a shell of its own in the d
 				dir = wd
 			}
 			errOut := cmd.ErrOrStderr()
-			if err := checkListen(listen); err != nil {
+			if err := mcpserver.CheckListen(listen); err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -79,7 +67,7 @@ there, left open. The tools are the same; bash keeps a shell of its own in the d
 					return err
 				}
 				defer done()
-				return runMCP(ctx, mcpserver.New(rs, o), listen, errOut)
+				return mcpserver.New(rs, o).Serve(ctx, listen, errOut)
 			}
 			if session != "" {
 				return &usageError{msg: "--session names a daemon's session: give --host unix://PATH too"}
@@ -94,7 +82,7 @@ there, left open. The tools are the same; bash keeps a shell of its own in the d
 				defer pool.Close()
 				o.SSH = &sshfile.Reader{Hosts: hosts, Pool: pool}
 			}
-			if err := runMCP(ctx, mcpserver.New(mcpserver.Local(s), o), listen, errOut); err != nil {
+			if err := mcpserver.New(mcpserver.Local(s), o).Serve(ctx, listen, errOut); err != nil {
 				return err
 			}
 			_, err = fin()
@@ -108,20 +96,6 @@ there, left open. The tools are the same; bash keeps a shell of its own in the d
 	registerRunFlags(f)
 	tf.register(f)
 	return cmd
-}
-
-// runMCP serves srv on stdio, or on listen, until the client leaves or ctx ends.
-func runMCP(ctx context.Context, srv *mcpserver.Server, listen string, errOut io.Writer) error {
-	var err error
-	if listen != "" {
-		err = serveMCP(ctx, srv, listen, errOut)
-	} else {
-		err = srv.Run(ctx, &mcp.StdioTransport{})
-	}
-	if err != nil && ctx.Err() == nil {
-		return err
-	}
-	return nil
 }
 
 // hostedMCP is the daemon's session an MCP server serves: the one named, or a new one opened
@@ -168,79 +142,4 @@ func hostedMCP(ctx context.Context, cmd *cobra.Command, host, dir, id string) (m
 		showHandback(errOut, ended.Handback)
 	}
 	return mcpserver.Remote(c, s.ID, s.Cwd), done, nil
-}
-
-// mcpEndpoint is the path streamable HTTP is served at.
-const mcpEndpoint = "/mcp"
-
-// serveMCP serves srv over streamable HTTP at listen until ctx ends: a unix socket (the
-// daemon's checks: a directory of the user's, 0600, peers of the same uid), or a loopback
-// address where every request carries the bearer token.
-func serveMCP(ctx context.Context, srv *mcpserver.Server, listen string, errOut io.Writer) error {
-	defer srv.Close()
-	var l net.Listener
-	h := srv.Handler()
-	if path, ok := strings.CutPrefix(listen, "unix://"); ok {
-		var err error
-		if l, err = daemon.Listen(path, nil); err != nil {
-			return err
-		}
-		fmt.Fprintf(errOut, "paddock: serving MCP on unix://%s (path %s)\n", path, mcpEndpoint)
-	} else {
-		token := os.Getenv("PADDOCK_MCP_TOKEN")
-		if token == "" {
-			var b [32]byte
-			if _, err := rand.Read(b[:]); err != nil {
-				return err
-			}
-			token = hex.EncodeToString(b[:])
-			fmt.Fprintf(errOut, "paddock: MCP bearer token: %s\n", token)
-		}
-		var err error
-		if l, err = net.Listen("tcp", listen); err != nil {
-			return err
-		}
-		h = bearer(token, h)
-		fmt.Fprintf(errOut, "paddock: serving MCP on http://%s%s\n", l.Addr(), mcpEndpoint)
-	}
-	mux := http.NewServeMux()
-	mux.Handle(mcpEndpoint, h)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		hs.Close()
-	}()
-	if err := hs.Serve(l); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
-}
-
-// checkListen refuses a --listen that is neither a unix socket nor a loopback address, before
-// anything is opened.
-func checkListen(listen string) error {
-	if listen == "" || strings.HasPrefix(listen, "unix://") {
-		return nil
-	}
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return errdefs.New(errdefs.InvalidArgument, "bad_listen", fmt.Sprintf("--listen %q: unix://PATH or HOST:PORT", listen))
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return errdefs.New(errdefs.InvalidArgument, "bad_listen", fmt.Sprintf("--listen %q: only a loopback address or a unix socket is served", listen))
-	}
-	return nil
-}
-
-// bearer lets through only the requests that carry the token (compared in constant time).
-func bearer(token string, h http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="paddock"`)
-			http.Error(w, "a bearer token is needed", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }

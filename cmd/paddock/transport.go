@@ -77,9 +77,16 @@ func (f *transportFlags) options() (session.Transport, error) {
 // prepare makes the configuration of a command's session in workspace from its settings and
 // flags, with the CLI's audit file; the notices are for the user.
 func (f *transportFlags) prepare(ctx context.Context, workspace string, l *config.Loaded) (*session.Prepared, error) {
-	opts, err := f.options()
+	o, err := f.sessionOptions(workspace, l)
 	if err != nil {
 		return nil, err
 	}
-	return session.Prepare(ctx, session.Options{Workspace: workspace, Settings: l, Transport: opts, AuditFile: session.AuditFile()})
+	return session.Prepare(ctx, o)
+}
+
+// sessionOptions are the options of a command's session in workspace, with the CLI's audit
+// file.
+func (f *transportFlags) sessionOptions(workspace string, l *config.Loaded) (session.Options, error) {
+	opts, err := f.options()
+	return session.Options{Workspace: workspace, Settings: l, Transport: opts, AuditFile: session.AuditFile()}, err
 }
