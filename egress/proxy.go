@@ -624,6 +624,7 @@ type counted struct {
 	net.Conn
 	sent, received atomic.Int64
 	held           sync.Mutex // held while a write is under way
+	settled        bool       // guarded by held
 }
 
 func (c *counted) Read(b []byte) (int, error) {
@@ -635,16 +636,20 @@ func (c *counted) Read(b []byte) (int, error) {
 func (c *counted) Write(b []byte) (int, error) {
 	c.held.Lock()
 	defer c.held.Unlock()
+	if c.settled {
+		return 0, net.ErrClosed
+	}
 	n, err := c.Conn.Write(b)
 	c.sent.Add(int64(n))
 	return n, err
 }
 
 // settle closes the connection and waits for a write under way to return: the counts are
-// final then.
+// final then, and no write is made after.
 func (c *counted) settle() {
 	c.Conn.Close()
 	c.held.Lock()
+	c.settled = true
 	c.held.Unlock()
 }
 
