@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 
 	"github.com/paddockhq/paddock/transport"
@@ -26,6 +29,7 @@ const (
 	hostImageEnv   = "PADDOCK_TEST_DOCKER_IMAGE"
 	hostKernelEnv  = "PADDOCK_TEST_DOCKER_KERNEL"
 	hostWorkdirEnv = "PADDOCK_TEST_DOCKER_WORKDIR"
+	hostOnceEnv    = "PADDOCK_TEST_DOCKER_ONCE" // a directory: the kernel listens there for this host only
 )
 
 func TestMain(m *testing.M) {
@@ -57,7 +61,11 @@ func playHost(session string) int {
 	}
 	env, _ := environ.Sandbox(nil, nil, sandboxEnv, pm)
 	tr := &docker.Transport{Client: cli, Image: os.Getenv(hostImageEnv), Mounts: hostMounts(), NoReap: true}
-	k, err := tr.Start(ctx, transport.Spec{Session: session, Kernel: os.Getenv(hostKernelEnv), Env: env, Cwd: "/work", PathMap: pm})
+	spec := transport.Spec{Session: session, Kernel: os.Getenv(hostKernelEnv), Env: env, Cwd: "/work", PathMap: pm}
+	if dir := os.Getenv(hostOnceEnv); dir != "" {
+		spec.Listen, spec.Key, spec.Once = filepath.Join(dir, "kernel"), randomName("key-"), true
+	}
+	k, err := tr.Start(ctx, spec)
 	if err != nil {
 		fmt.Println("error", err)
 		return 1
@@ -127,4 +135,58 @@ func removeSession(cli *client.Client, session string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	docker.RemoveSession(ctx, cli, session)
+}
+
+// A kernel that listens for its host only (transport.Spec.Once: what a session of the CLI
+// or MCP server gets on docker, for its frames' speed) ends with its host as one on its
+// standard streams does: killed, the host leaves a stopped container whose listening
+// directory is still there, and the next reap removes it all the same.
+func TestOnceKernelEndsWithItsHost(t *testing.T) {
+	cli := engine(t)
+	img := hostImage(t, cli)
+	kernel := kernelBinary(t)
+	ctx := testContext(t)
+	dead := randomName("once-dead-")
+	t.Cleanup(func() { removeSession(cli, dead) })
+
+	host := exec.Command(os.Args[0], "-test.run=^$")
+	host.Env = append(os.Environ(), hostModeEnv+"="+dead, hostImageEnv+"="+img, hostKernelEnv+"="+kernel,
+		hostWorkdirEnv+"="+t.TempDir(), hostOnceEnv+"="+t.TempDir())
+	out, err := host.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("the host process said %q, %v", line, err)
+	}
+	ids, err := docker.SessionContainers(ctx, cli, dead)
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("the live host's session has containers %v, %v; want one", ids, err)
+	}
+	info, err := cli.ContainerInspect(ctx, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(info.Config.Cmd, "-once") || info.Config.OpenStdin {
+		t.Fatalf("the kernel does not listen once: %q (stdin open %v)", info.Config.Cmd, info.Config.OpenStdin)
+	}
+	waited, errc := cli.ContainerWait(ctx, ids[0], container.WaitConditionNotRunning)
+	host.Process.Signal(syscall.SIGKILL)
+	host.Wait()
+	select { // the kernel ends with its host's connection: no bound to wait out
+	case <-waited:
+	case err := <-errc:
+		t.Fatalf("waiting for the kernel's end: %v", err)
+	}
+	if n, err := docker.Reap(ctx, cli); err != nil || n < 1 {
+		t.Fatalf("the reap removed %d, %v", n, err)
+	}
+	if ids, err := docker.SessionContainers(ctx, cli, dead); err != nil || len(ids) != 0 {
+		t.Fatalf("after the reap the dead host's session still has containers %v, %v", ids, err)
+	}
 }

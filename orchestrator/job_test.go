@@ -89,6 +89,18 @@ func TestJobKill(t *testing.T) {
 		t.Fatalf("%v %+v", err, res)
 	}
 	j, _ := s.Job(res.End.Job)
+	// Killed once its processes run (the budget may pass before they start on a busy
+	// machine): the pid file says they do.
+	var b []byte
+	for deadline := time.Now().Add(time.Minute); ; {
+		if b, err = os.ReadFile(filepath.Join(dir, "pid")); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job's processes did not start: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	j.Kill()
 	select {
 	case <-j.Done():
@@ -98,10 +110,6 @@ func TestJobKill(t *testing.T) {
 	got := j.Result()
 	if got.End.Kind != Killed || !strings.Contains(got.String(), "a\n") || strings.Contains(got.String(), "b\n") {
 		t.Fatalf("killed result: %s", got)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "pid"))
-	if err != nil {
-		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	deadline := time.Now().Add(10 * time.Second)

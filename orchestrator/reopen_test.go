@@ -31,6 +31,7 @@ type listenTransport struct {
 type proc struct {
 	cmd  *exec.Cmd
 	done chan struct{}
+	spec transport.Spec // what it was started with
 }
 
 // killAll kills every kernel the transport started.
@@ -47,8 +48,11 @@ func (t *listenTransport) Start(ctx context.Context, spec transport.Spec) (trans
 	if err := transport.PrepareListen(spec, os.Getuid(), os.Getgid()); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(spec.Kernel, "-listen", filepath.Join(spec.Listen, transport.ListenSocket),
-		"-key-file", filepath.Join(spec.Listen, transport.ListenKey))
+	args := []string{"-listen", filepath.Join(spec.Listen, transport.ListenSocket), "-key-file", filepath.Join(spec.Listen, transport.ListenKey)}
+	if spec.Once {
+		args = append(args, "-once")
+	}
+	cmd := exec.Command(spec.Kernel, args...)
 	cmd.Dir, cmd.Env, cmd.Stderr = spec.Cwd, spec.Env, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -60,7 +64,7 @@ func (t *listenTransport) Start(ctx context.Context, spec transport.Spec) (trans
 	if t.procs == nil {
 		t.procs = map[string]*proc{}
 	}
-	p := &proc{cmd, done}
+	p := &proc{cmd: cmd, done: done, spec: spec}
 	t.procs[spec.Listen] = p
 	t.mu.Unlock()
 	return t.attach(ctx, spec, p)
@@ -505,5 +509,85 @@ func TestReopenAfterTheReply(t *testing.T) {
 	want := "bash: line 1: nosuchcommand: command not found\nafter\n"
 	if b, _ := os.ReadFile(art); string(b) != want {
 		t.Errorf("the artifact holds %q, want %q", b, want)
+	}
+}
+
+// A session opened with ListenOnce on a transport whose kernels can listen starts its
+// kernel listening in a private directory of its own, for this host only: steps run, the
+// session is not offered for reattaching, the kernel ends when its host's connection is
+// cut, and the directory goes at the close. A directory given (a daemon's) is not replaced.
+func TestListenOnce(t *testing.T) {
+	ctx := context.Background()
+	kbin, err := images.Default.Find(ctx, runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	lt := &listenTransport{}
+	t.Cleanup(lt.killAll)
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws, "LC_ALL=C"}
+	s, err := Open(ctx, Config{Workspace: ws, Transport: lt, Kernel: kbin, Env: env, ListenOnce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt.mu.Lock()
+	var p *proc
+	for _, q := range lt.procs {
+		p = q
+	}
+	lt.mu.Unlock()
+	if p == nil || !p.spec.Once || p.spec.Key == "" {
+		t.Fatalf("the kernel was not started listening once: %+v", p)
+	}
+	dir := filepath.Dir(p.spec.Listen)
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the listening directory %s: %v %v", dir, fi, err)
+	}
+	if at := s.Listening(); at.Listen != "" || at.Key != "" {
+		t.Errorf("a kernel listening once is offered for reattaching: %+v", at)
+	}
+	if res, err := s.Bash(ctx, "echo hi"); err != nil || !strings.Contains(res.String(), "\nhi\n") || res.End.Status != 0 {
+		t.Fatalf("a step: %q %v", res.String(), err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the listening directory is left after the close: %v", err)
+	}
+
+	// Cut, the connection ends the kernel: nothing is left waiting for a host.
+	s2, err := Open(ctx, Config{Workspace: ws, Transport: lt, Kernel: kbin, Env: env, ListenOnce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	var k *listenKernel
+	s2.mu.Lock()
+	k, _ = s2.c.k.(*listenKernel)
+	s2.mu.Unlock()
+	if k == nil {
+		t.Fatalf("the kernel is a %T", s2.c.k)
+	}
+	k.disconnect()
+	<-k.done
+
+	// A daemon's directory stays its own: the kernel outlives the host.
+	state := t.TempDir()
+	s3, err := Open(ctx, Config{Workspace: ws, Transport: lt, Kernel: kbin, Env: env, ListenOnce: true,
+		Listen: filepath.Join(state, "kernel"), Key: "k3y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s3.Close()
+	if at := s3.Listening(); at.Listen != filepath.Join(state, "kernel") || at.Key != "k3y" {
+		t.Errorf("a daemon's listening kernel: %+v", at)
+	}
+	lt.mu.Lock()
+	q := lt.procs[filepath.Join(state, "kernel")]
+	lt.mu.Unlock()
+	if q == nil || q.spec.Once {
+		t.Errorf("a daemon's kernel was started once: %+v", q)
 	}
 }

@@ -88,6 +88,11 @@ type Config struct {
 	// transports only; see transport.Spec).
 	Listen string
 	Key    string
+	// ListenOnce, when Listen is not set and the transport can (a Reattacher), starts the
+	// kernel listening in a private temporary directory for this host only: its frames go
+	// over a socket rather than through the engine's relay of its standard streams, and it
+	// ends with this host's connection as one on its standard streams would (no reattach).
+	ListenOnce bool
 	// Egress, when set, gives the sandbox a way out to the network through a proxy on the
 	// host that judges each connection; nil: none (a sandbox without a network reaches
 	// nothing).
@@ -115,6 +120,9 @@ type Session struct {
 	id  string
 	log *slog.Logger
 	cwd string // the sandbox path of the workspace
+	// onceDir is the private directory the kernel listens in for this host only
+	// (Config.ListenOnce); "" when it does not.
+	onceDir string
 
 	parent  *Session    // nil for a root session
 	name    string      // a child's name, shown with its questions
@@ -181,6 +189,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 		s.end()
 		s.closeEgress()
 		s.audit.close()
+		s.removeOnce()
 		return nil, err
 	}
 	s.setConn(c)
@@ -196,7 +205,7 @@ func (s *Session) setConn(c *conn) {
 	if r, ok := c.k.(transport.Relocated); ok {
 		at = r.ListenSpec()
 	}
-	if r, ok := c.k.(transport.Resuming); ok && at.Listen == "" && s.cfg.Listen != "" {
+	if r, ok := c.k.(transport.Resuming); ok && at.Listen == "" && s.cfg.Listen != "" && s.onceDir == "" {
 		if _, ok := r.Resume(); ok {
 			at = transport.Spec{Session: s.id, Listen: s.cfg.Listen, Key: s.cfg.Key}
 		}
@@ -250,13 +259,19 @@ func newSession(ctx context.Context, cfg Config) (*Session, error) {
 			return nil, fmt.Errorf("session: the workspace %s is under no mount of the sandbox: %w", ws, err)
 		}
 	}
+	onceDir, err := listenOnce(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	s := &Session{cfg: cfg, id: cfg.ID, log: cfg.Log.With("session", cfg.ID), cwd: cwd,
-		parent: cfg.parent, name: cfg.name, child: cfg.child, state: sessionLife.Start}
+		parent: cfg.parent, name: cfg.name, child: cfg.child, state: sessionLife.Start, onceDir: onceDir}
 	if s.audit, err = openAudit(auditFile(cfg), s.log); err != nil {
+		s.removeOnce()
 		return nil, err
 	}
 	if err := s.openEgress(ctx); err != nil {
 		s.audit.close()
+		s.removeOnce()
 		return nil, err
 	}
 	s.life, s.end = context.WithCancel(context.Background())
@@ -264,6 +279,32 @@ func newSession(ctx context.Context, cfg Config) (*Session, error) {
 	s.pgate.keeper = cfg.Gatekeeper
 	s.gate = s.pgate
 	return s, nil
+}
+
+// listenOnce gives cfg a private directory for its kernel to listen in for this host only
+// (Config.ListenOnce), and returns it; "" when the kernel does not listen so.
+func listenOnce(cfg *Config) (string, error) {
+	if !cfg.ListenOnce || cfg.Listen != "" {
+		return "", nil
+	}
+	if _, ok := cfg.Transport.(transport.Reattacher); !ok {
+		return "", nil
+	}
+	dir, err := os.MkdirTemp("", "paddock-kernel-") // 0700
+	if err != nil {
+		return "", fmt.Errorf("session: %w", err)
+	}
+	var key [16]byte
+	_, _ = rand.Read(key[:])
+	cfg.Listen, cfg.Key = filepath.Join(dir, "kernel"), hex.EncodeToString(key[:])
+	return dir, nil
+}
+
+// removeOnce removes the directory the kernel listened in for this host only.
+func (s *Session) removeOnce() {
+	if s.onceDir != "" {
+		os.RemoveAll(s.onceDir)
+	}
 }
 
 // ID returns the session's id.
@@ -283,6 +324,7 @@ func (s *Session) start(ctx context.Context) (*conn, error) {
 		Labels:  map[string]string{"paddock.session": s.id},
 		Listen:  s.cfg.Listen,
 		Key:     s.cfg.Key,
+		Once:    s.onceDir != "",
 	}
 	if err := s.egressSpec(&spec); err != nil {
 		return nil, fmt.Errorf("session %s: %w", s.id, err)
@@ -384,6 +426,7 @@ func (s *Session) Close() error {
 	err := c.close()
 	s.closeEgress()
 	s.audit.close()
+	s.removeOnce()
 	herr := s.handBack(context.Background())
 	s.mu.Lock()
 	s.move(sessionWoundDown)

@@ -88,7 +88,7 @@ func openDocker(ctx context.Context, r *Request, cli *client.Client) (*Opened, e
 		return nil, err
 	}
 	env, diags := environ.Sandbox(r.Environ, kt.Env, docker.DefaultEnv, pm)
-	return &Opened{Transport: t, Kernel: kernel, Env: env, PathMap: pm, Ephemeral: true, Pools: true, Notices: diags, Egress: egressPath(h.Network),
+	return &Opened{Transport: t, Kernel: kernel, Env: env, PathMap: pm, Ephemeral: true, Pools: true, ListenOnce: true, Notices: diags, Egress: egressPath(h.Network),
 		// Each session connects its own client.
 		Close: func(context.Context) (*workspace.Report, error) { return nil, cli.Close() }}, nil
 }
@@ -202,7 +202,7 @@ func openContainerd(ctx context.Context, r *Request, c *cdclient.Client) (*Opene
 		return nil, err
 	}
 	env, diags := environ.Sandbox(r.Environ, kt.Env, docker.DefaultEnv, pm)
-	return &Opened{Transport: t, Kernel: kernel, Env: env, PathMap: pm, Ephemeral: true, Pools: true, Notices: diags, Egress: egressPath(h.Network),
+	return &Opened{Transport: t, Kernel: kernel, Env: env, PathMap: pm, Ephemeral: true, Pools: true, ListenOnce: true, Notices: diags, Egress: egressPath(h.Network),
 		Close: func(context.Context) (*workspace.Report, error) { return nil, c.Close() }}, nil
 }
 

@@ -70,6 +70,10 @@ type Opened struct {
 	Workspace string
 	// Pools says the transport can keep warm sandboxes (Settings' kernelTransport.docker.pool).
 	Pools bool
+	// ListenOnce says the transport's kernels should listen for this host only
+	// (orchestrator.Config.ListenOnce): a socket bound into the sandbox carries the frames
+	// faster than the engine relays standard streams.
+	ListenOnce bool
 	// Notices are what to tell the user: variables left out, a missing sftp subsystem.
 	Notices []string
 	// Close, when set, is run once the session has closed: it hands a copied workspace back

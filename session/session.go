@@ -177,6 +177,7 @@ func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 	p.Notices = append(p.Notices, op.Notices...)
 	c := &p.Config
 	c.Transport, c.Kernel, c.Env, c.PathMap, c.Ephemeral = op.Transport, op.Kernel, op.Env, op.PathMap, op.Ephemeral
+	c.ListenOnce = op.ListenOnce
 	if op.Workspace != "" {
 		c.Workspace = op.Workspace
 	}

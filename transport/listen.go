@@ -25,9 +25,13 @@ const (
 	ListenKey    = "key" // the key file; the kernel removes it once read
 )
 
-// ListenArgs are a kernel's arguments to listen in ListenDir.
-func ListenArgs() []string {
-	return []string{"-listen", ListenDir + "/" + ListenSocket, "-key-file", ListenDir + "/" + ListenKey}
+// ListenArgs are the arguments for spec's kernel to listen in ListenDir.
+func ListenArgs(spec Spec) []string {
+	args := []string{"-listen", ListenDir + "/" + ListenSocket, "-key-file", ListenDir + "/" + ListenKey}
+	if spec.Once {
+		args = append(args, "-once")
+	}
+	return args
 }
 
 // ListenAs says whether a kernel that runs as uid (-1: not known) can listen in a private

@@ -42,6 +42,10 @@ type Spec struct {
 	// its own on the box, named for this one).
 	Listen string
 	Key    string
+	// Once, with Listen, serves this host only: the kernel ends with its connection, as
+	// one on its standard streams does, and is not taken up again. A host listens so for
+	// the speed of its frames (a socket, not the engine's relay of the streams).
+	Once bool
 	// Egress, when set, is a host directory the container transports bind read-only into
 	// the sandbox at EgressDir: the host's proxy listens there (EgressSocket), and the
 	// kernel carries the sandbox's connections to it (wire.Egress).

@@ -49,6 +49,7 @@ func main() {
 	listen := flags.String("listen", "", "serve hosts that connect to this unix socket, one at a time, living on between them")
 	keyFile := flags.String("key-file", "", "with -listen: the file holding the key a host attaches with (removed once read)")
 	flags.DurationVar(&opts.OrphanAfter, "orphan-after", 0, "with -listen: end, as a shutdown does, once no host has been attached for this long (default: never)")
+	flags.BoolVar(&opts.Once, "once", false, "with -listen: serve one host only, ending when its connection ends")
 	showVersion := flags.Bool("version", false, "print the version and exit")
 	if err := flags.Parse(os.Args[1:]); err != nil {
 		if err == flag.ErrHelp {

@@ -124,8 +124,10 @@ func planContainer(spec transport.Spec, namespace string, extra []docker.Mount, 
 	}
 	args := spec.Args
 	if spec.Listen != "" {
-		labels[docker.LabelListen] = spec.Listen
-		args = append(transport.ListenArgs(), args...)
+		if !spec.Once { // a kernel that ends with its host is not waited for
+			labels[docker.LabelListen] = spec.Listen
+		}
+		args = append(transport.ListenArgs(spec), args...)
 	}
 	env := append([]string{}, spec.Env...)
 	caps := docker.Capabilities(h.CapAdd)

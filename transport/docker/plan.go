@@ -165,8 +165,10 @@ func planContainer(spec transport.Spec, image string, extra []Mount, h Hardening
 	}
 	args := spec.Args
 	if spec.Listen != "" {
-		labels[LabelListen] = spec.Listen
-		args = append(transport.ListenArgs(), args...)
+		if !spec.Once { // a kernel that ends with its host is not waited for
+			labels[LabelListen] = spec.Listen
+		}
+		args = append(transport.ListenArgs(spec), args...)
 	}
 	env := spec.Env
 	if env == nil {

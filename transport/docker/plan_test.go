@@ -176,7 +176,7 @@ func TestPlanListen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := append(transport.ListenArgs(), "-grace", "1s")
+	want := append(transport.ListenArgs(spec), "-grace", "1s")
 	if !slices.Equal(p.config.Cmd, want) || p.config.OpenStdin || p.config.AttachStdin || p.config.Labels[LabelListen] != spec.Listen {
 		t.Errorf("config %+v", p.config)
 	}
@@ -186,6 +186,20 @@ func TestPlanListen(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the listening directory is not bound: %+v", p.host.Mounts)
+	}
+
+	// Listening for this host only: the kernel ends with it (-once), and no label makes the
+	// reaper spare its container after its host died.
+	spec.Once = true
+	p, err = planContainer(spec, "img", nil, Hardening{}, nil, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append(transport.ListenArgs(spec), "-grace", "1s"); !slices.Equal(p.config.Cmd, want) || !slices.Contains(want, "-once") {
+		t.Errorf("once: command %q", p.config.Cmd)
+	}
+	if _, ok := p.config.Labels[LabelListen]; ok {
+		t.Errorf("once: labelled %s: the reaper would spare it", LabelListen)
 	}
 }
 

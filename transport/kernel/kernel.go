@@ -30,7 +30,15 @@ type Options struct {
 	// has been attached for this long: a kernel whose host never comes back (a daemon gone
 	// for good) does not run, nor leave its programs running, forever. 0: never.
 	OrphanAfter time.Duration
+	// Once, for a listening kernel, serves one host only: it ends as a shutdown does when
+	// that host's connection ends, as a kernel on its standard streams ends at their end (a
+	// host that listens for its frames' speed, not to be taken up again). Until the host
+	// attaches, OrphanAfter bounds the wait (default onceWait).
+	Once bool
 }
+
+// onceWait bounds a once-listening kernel's wait for its host when OrphanAfter is not set.
+const onceWait = time.Minute
 
 func (o *Options) fill() {
 	if o.Version == "" {

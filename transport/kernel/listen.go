@@ -29,7 +29,8 @@ const maxAttaching = 4
 // frame with key, and nothing follows it before the host has read the resume frame; any
 // other connection is closed. Its first frame back is a resume frame, then
 // what the journal kept (see journal); a new connection replaces the one before. The kernel
-// ends as Run does (a shutdown request, SIGTERM or SIGHUP, ctx's end), not at a disconnect.
+// ends as Run does (a shutdown request, SIGTERM or SIGHUP, ctx's end), not at a disconnect
+// (unless opts.Once).
 func Listen(ctx context.Context, l *net.UnixListener, key string, opts Options) error {
 	opts.fill()
 	if key == "" {
@@ -45,6 +46,9 @@ func Listen(ctx context.Context, l *net.UnixListener, key string, opts Options) 
 	slots := make(chan struct{}, maxAttaching)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if opts.Once && opts.OrphanAfter <= 0 {
+		opts.OrphanAfter = onceWait
+	}
 	orphan := newOrphanage(opts.OrphanAfter, func() {
 		s.log.Warn("no host attached for the orphan bound: ending", "after", opts.OrphanAfter)
 		cancel()
@@ -77,6 +81,11 @@ func Listen(ctx context.Context, l *net.UnixListener, key string, opts Options) 
 				j.attach(c)
 				s.serveLines(lines)
 				j.detach(c)
+				if opts.Once {
+					s.log.Info("the host's connection ended: ending (once)")
+					cancel()
+					return
+				}
 				orphan.detached()
 			}()
 		}

@@ -294,3 +294,52 @@ func TestListenOrphanEnds(t *testing.T) {
 		waitFor(t, 10*time.Second, "the job's end", func() bool { return syscall.Kill(pid, 0) != nil })
 	}
 }
+
+// A kernel listening -once serves its host's frames as any listening kernel does, is not
+// ended by connections that never prove the key, and ends with its host's connection as a
+// kernel on its standard streams ends at their end: its programs with it.
+func TestListenOnceEndsWithItsHost(t *testing.T) {
+	const key = "0123456789abcdef"
+	l := startListening(t, key, "-once")
+	for _, k := range []string{"wrong", ""} {
+		bad, err := net.Dial("unix", l.sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := json.Marshal(wire.Attach{Key: k})
+		wire.NewWriter(bad).Write(&wire.Frame{Event: wire.EventAttach, Body: body})
+		bad.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if b, err := wire.NewReader(bad).Next(); err == nil {
+			t.Errorf("a connection with key %q was answered: %q", k, b.Bytes)
+		}
+		bad.Close()
+	}
+	a := l.connect(t, key)
+	gate := t.TempDir()
+	pidFile := filepath.Join(gate, "pid")
+	a.request("x1", wire.TypeExec, shell(fmt.Sprintf("echo $$ > %s; while :; do sleep 0.05; done", pidFile)))
+	var pid int
+	waitFor(t, 30*time.Second, "the job's pid", func() bool {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	a.request("p", wire.TypePing, struct{}{})
+	for {
+		f, ok := a.next()
+		if !ok {
+			t.Fatal("the kernel ended while its host was attached")
+		}
+		if f.Event == wire.EventReply && f.ID == "p" {
+			break
+		}
+	}
+	a.c.Close()
+	<-l.done // no bound to wait out: the host's leaving ends it
+	if err := syscall.Kill(pid, 0); err == nil {
+		waitFor(t, 10*time.Second, "the job's end", func() bool { return syscall.Kill(pid, 0) != nil })
+	}
+}
