@@ -219,7 +219,7 @@ func snapshotGroup(ctx context.Context, parent, base string, dirs []string, star
 	if len(dirs) > 1 || base != filepath.Join(dirs[0], BaseDir) {
 		h.Base = base
 	}
-	return snapshotManifests(ctx, h, t0, parent, dirs, start)
+	return snapshotManifests(h, t0, parent, dirs, start)
 }
 
 // groupMembers is the directory of a group that holds a file per workspace still using
@@ -418,10 +418,10 @@ func cloneSnapshot(ctx context.Context, parent, dir string, start time.Time) (*C
 }
 
 // snapshotBase makes base a read-only snapshot of the subvolume parent; it returns the
-// clock just before the snapshot and the wait for the manifest's header. Where parent
-// holds its own .git directory it is the work tree's root, with no ignore file above it to
-// record: the header's facts are read (a git) while the snapshots are made, and wait must
-// then be called whatever happens.
+// clock just before the snapshot and the wait for the manifest's header, which must be
+// called whatever happens. The header's facts come without a git where snapshotFacts can
+// tell them; else a git reads them while the snapshots are made (parent then holds its own
+// .git directory: it is the work tree's root, with no ignore file above it to record).
 func snapshotBase(ctx context.Context, parent, base string) (t0 int64, wait func() (header, error), err error) {
 	var h header
 	var herr error
@@ -433,17 +433,14 @@ func snapshotBase(ctx context.Context, parent, base string) (t0 int64, wait func
 		}
 		return h, herr
 	}
-	if fi, err := os.Lstat(filepath.Join(parent, ".git")); err == nil && fi.IsDir() {
+	var ok bool
+	if h, ok = snapshotFacts(parent); ok {
+		close(done)
+	} else {
 		go func() {
 			defer close(done)
 			h, herr = ignoreFacts(ctx, parent)
 		}()
-	} else {
-		h, herr = ignoreFacts(ctx, parent)
-		close(done)
-		if _, err := wait(); err != nil {
-			return 0, wait, err
-		}
 	}
 	// Every change to the parent after the snapshot has a ctime of at least t0: an entry of
 	// the base as new is racy (see record.Racy).
@@ -458,14 +455,13 @@ func snapshotBase(ctx context.Context, parent, base string) (t0 int64, wait func
 	return t0, wait, nil
 }
 
-// snapshotManifests writes the manifest of each snapshot workspace in dirs, once the
-// clock has passed every ctime the snapshots hold: the child's changes come later.
-func snapshotManifests(ctx context.Context, h header, t0 int64, parent string, dirs []string, start time.Time) ([]*CloneReport, error) {
-	stamp, err := waitPast(ctx, tickClock())
-	if err != nil {
-		return nil, err
-	}
-	h.Version, h.Parent, h.Created, h.Stamp, h.Snapshot = manifestVersion, parent, start.UTC(), stamp, t0
+// snapshotManifests writes the manifest of each snapshot workspace in dirs. Its stamp is
+// t0, the clock just before the snapshots, with no wait for the clock to pass the ctimes
+// they hold: every change the child makes has a ctime of at least t0, and every entry of
+// the copy whose ctime is not older than t0 is racy in the base, compared by content
+// whatever its facts; an older one that the child changed has a newer ctime.
+func snapshotManifests(h header, t0 int64, parent string, dirs []string, start time.Time) ([]*CloneReport, error) {
+	h.Version, h.Parent, h.Created, h.Stamp, h.Snapshot = manifestVersion, parent, start.UTC(), t0, t0
 	reps := make([]*CloneReport, len(dirs))
 	for i, d := range dirs {
 		if h.Base != "" {
