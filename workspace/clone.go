@@ -302,22 +302,8 @@ func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Op
 				if err := gctx.Err(); err != nil {
 					return err
 				}
-				dir := path.Dir(entries[chunks[ci]].Path)
-				for i := chunks[ci]; i < len(entries) && (ci+1 >= len(chunks) || i < chunks[ci+1]); i++ {
-					r := &m.records[i]
-					if r.Kind == Dir || path.Dir(r.Path) != dir {
-						continue
-					}
-					var err error
-					switch r.Kind {
-					case File:
-						err = c.file(i)
-					case Symlink:
-						err = c.symlink(i)
-					}
-					if err != nil {
-						return fmt.Errorf("clone %s: %w", r.Path, err)
-					}
+				if err := c.chunk(entries, chunks, ci); err != nil {
+					return err
 				}
 			}
 		})
@@ -344,12 +330,15 @@ func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Op
 				return nil, fmt.Errorf("clone %s: %s changed while cloning", parent, rel)
 			}
 		}
-		for _, root := range roots {
+		for j, root := range roots {
 			name := filepath.Join(root, filepath.FromSlash(rel))
 			if perm := fa.Mode & 0o7777; perm != 0o700 {
 				if err := unix.Chmod(name, perm); err != nil {
 					return nil, &pathError{op: "chmod", path: name, err: err}
 				}
+			}
+			if j == 0 {
+				continue // the base keeps no times (see cloner.file)
 			}
 			if err := setTimes(name, fa.Mtime, false); err != nil {
 				return nil, err
@@ -487,12 +476,58 @@ type cloner struct {
 
 func (c *cloner) src(rel string) string { return filepath.Join(c.parent, filepath.FromSlash(rel)) }
 
-// file clones one regular file into both trees and records its facts: the parent's from
+// chunk clones the files and symlinks of chunk ci, a run of entries in one directory (and
+// its subdirectories' entries, left to their own chunks). The directory is opened once in
+// the parent and in each tree, each entry then opened beneath it. Its clock is read once,
+// before any entry is: an entry whose ctime is not older is racy (a later reading, as each
+// entry's own would be, marks no more).
+func (c *cloner) chunk(entries []Entry, chunks []int, ci int) error {
+	dir := path.Dir(entries[chunks[ci]].Path)
+	roots := append([]string{c.base}, c.copies...)
+	fds := make([]int, 0, 1+len(roots))
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	for _, root := range append([]string{c.parent}, roots...) {
+		name := filepath.Join(root, filepath.FromSlash(dir))
+		fd, err := unix.Open(name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &pathError{op: "open", path: name, err: err}
+		}
+		fds = append(fds, fd)
+	}
+	now := tickClock()
+	for i := chunks[ci]; i < len(entries) && (ci+1 >= len(chunks) || i < chunks[ci+1]); i++ {
+		r := &c.m.records[i]
+		if r.Kind == Dir || path.Dir(r.Path) != dir {
+			continue
+		}
+		var err error
+		switch r.Kind {
+		case File:
+			err = c.file(i, fds, roots, now)
+		case Symlink:
+			err = c.symlink(i, roots, now)
+		}
+		if err != nil {
+			return fmt.Errorf("clone %s: %w", r.Path, err)
+		}
+	}
+	return nil
+}
+
+// file clones one regular file into every tree and records its facts: the parent's from
 // the descriptor it read (so a change while cloning reads as a change), the copy's as made.
-func (c *cloner) file(ri int) error {
+// fds are the file's directory open in the parent and in each of roots. The base keeps
+// the file's content and mode but not its times: the hand-back reads only those of the
+// base.
+func (c *cloner) file(ri int, fds []int, roots []string, now int64) error {
 	r := &c.m.records[ri]
+	name := path.Base(r.Path)
 	src := c.src(r.Path)
-	fd, err := unix.Open(src, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(fds[0], name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return &pathError{op: "open", path: src, err: err}
 	}
@@ -502,15 +537,15 @@ func (c *cloner) file(ri int) error {
 		return &pathError{op: "fstat", path: src, err: err}
 	}
 	r.Parent = factsOf(&st)
-	r.Racy = r.Parent.Ctime >= tickClock()
+	r.Racy = r.Parent.Ctime >= now
 	if kindOfMode(r.Parent.Mode) != File {
 		return fmt.Errorf("%s is no longer a regular file", src)
 	}
 	atime := st.Atim.Nano()
 	reflinked := true
-	for i, root := range append([]string{c.base}, c.copies...) {
+	for i, root := range roots {
 		dst := filepath.Join(root, filepath.FromSlash(r.Path))
-		cloned, f, err := c.cloneFile(fd, src, dst, r.Parent, atime, i > 0)
+		cloned, f, err := c.cloneFile(fd, fds[1+i], name, src, dst, r.Parent, atime, i == 0, i > 0)
 		if err != nil {
 			return err
 		}
@@ -528,10 +563,11 @@ func (c *cloner) file(ri int) error {
 	return nil
 }
 
-// cloneFile makes dst with the content, permission bits and times of the open file fd,
-// sharing its extents when the filesystem can. It reports whether it did, and (when
+// cloneFile makes dst, name in the directory open as dirfd, with the content and permission
+// bits of the open file fd, sharing its extents when the filesystem can, and its times
+// unless base (the base keeps none). It reports whether it shared them, and (when
 // wantFacts) dst's facts.
-func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64, wantFacts bool) (bool, facts, error) {
+func (c *cloner) cloneFile(fd, dirfd int, name, src, dst string, fa facts, atime int64, base, wantFacts bool) (bool, facts, error) {
 	perm := fa.Mode & 0o7777
 	times := []unix.Timespec{unix.NsecToTimespec(atime), unix.NsecToTimespec(fa.Mtime)}
 	if reflinkCreates && !c.noReflink.Load() {
@@ -540,8 +576,10 @@ func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64, wantF
 			if err := chmod(dst, perm); err != nil {
 				return false, facts{}, err
 			}
-			if err := unix.UtimesNano(dst, times); err != nil {
-				return false, facts{}, &pathError{op: "utimes", path: dst, err: err}
+			if !base {
+				if err := unix.UtimesNano(dst, times); err != nil {
+					return false, facts{}, &pathError{op: "utimes", path: dst, err: err}
+				}
 			}
 			if !wantFacts {
 				return true, facts{}, nil
@@ -554,7 +592,7 @@ func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64, wantF
 			return false, facts{}, &pathError{op: "clone", path: dst, err: err}
 		}
 	}
-	out, err := unix.Open(dst, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, perm)
+	out, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
 		return false, facts{}, &pathError{op: "create", path: dst, err: err}
 	}
@@ -580,8 +618,10 @@ func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64, wantF
 			return false, facts{}, &pathError{op: "chmod", path: dst, err: err}
 		}
 	}
-	if err := futimens(out, dst, times); err != nil {
-		return false, facts{}, &pathError{op: "utimes", path: dst, err: err}
+	if !base {
+		if err := futimens(out, dst, times); err != nil {
+			return false, facts{}, &pathError{op: "utimes", path: dst, err: err}
+		}
 	}
 	if !wantFacts {
 		return cloned, facts{}, nil
@@ -593,7 +633,9 @@ func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64, wantF
 	return cloned, factsOf(&st), nil
 }
 
-func (c *cloner) symlink(ri int) error {
+// symlink makes the symlink of record ri in every tree of roots, with its times in the
+// copies; now is as for file.
+func (c *cloner) symlink(ri int, roots []string, now int64) error {
 	r := &c.m.records[ri]
 	src := c.src(r.Path)
 	f, k, err := lstatFacts(src)
@@ -604,15 +646,18 @@ func (c *cloner) symlink(ri int) error {
 		return fmt.Errorf("%s is no longer a symlink", src)
 	}
 	r.Parent = f
-	r.Racy = f.Ctime >= tickClock()
+	r.Racy = f.Ctime >= now
 	target, err := os.Readlink(src)
 	if err != nil {
 		return err
 	}
-	for i, root := range append([]string{c.base}, c.copies...) {
+	for i, root := range roots {
 		dst := filepath.Join(root, filepath.FromSlash(r.Path))
 		if err := os.Symlink(target, dst); err != nil {
 			return err
+		}
+		if i == 0 {
+			continue // the base keeps no times (see file)
 		}
 		if err := setTimes(dst, f.Mtime, true); err != nil {
 			return err

@@ -994,7 +994,7 @@ func cloneOne(src, dst string) error {
 		return err
 	}
 	c := &cloner{}
-	_, _, err = c.cloneFile(fd, src, dst, factsOf(&st), st.Atim.Nano(), false)
+	_, _, err = c.cloneFile(fd, unix.AT_FDCWD, dst, src, dst, factsOf(&st), st.Atim.Nano(), false, false)
 	return err
 }
 
