@@ -234,13 +234,21 @@ func memberName(dir string) string {
 // cloneTrees lists parent and clones its files into base and into the copy of each of dirs,
 // and writes each dir's manifest; base is dirs[0]'s own (dir/base) when there is one dir.
 func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Options, start time.Time) ([]*CloneReport, error) {
+	// The ignore rules are read (a git or two) while the parent is listed.
+	var h header
+	var herr error
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		h, herr = ignoreFacts(ctx, parent)
+	}()
 	entries, err := List(ctx, parent, opts.List)
+	<-read
 	if err != nil {
 		return nil, err
 	}
-	h, err := ignoreFacts(ctx, parent)
-	if err != nil {
-		return nil, err
+	if herr != nil {
+		return nil, herr
 	}
 	h.Version, h.Parent, h.Created = manifestVersion, parent, start.UTC()
 	if len(dirs) > 1 || base != filepath.Join(dirs[0], BaseDir) {
