@@ -219,7 +219,7 @@ func snapshotGroup(ctx context.Context, parent, base string, dirs []string, star
 	if len(dirs) > 1 || base != filepath.Join(dirs[0], BaseDir) {
 		h.Base = base
 	}
-	return snapshotManifests(ctx, h, t0, parent, dirs, start)
+	return snapshotManifests(h, t0, parent, dirs, start)
 }
 
 // groupMembers is the directory of a group that holds a file per workspace still using
@@ -234,13 +234,21 @@ func memberName(dir string) string {
 // cloneTrees lists parent and clones its files into base and into the copy of each of dirs,
 // and writes each dir's manifest; base is dirs[0]'s own (dir/base) when there is one dir.
 func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Options, start time.Time) ([]*CloneReport, error) {
+	// The ignore rules are read (a git or two) while the parent is listed.
+	var h header
+	var herr error
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		h, herr = ignoreFacts(ctx, parent)
+	}()
 	entries, err := List(ctx, parent, opts.List)
+	<-read
 	if err != nil {
 		return nil, err
 	}
-	h, err := ignoreFacts(ctx, parent)
-	if err != nil {
-		return nil, err
+	if herr != nil {
+		return nil, herr
 	}
 	h.Version, h.Parent, h.Created = manifestVersion, parent, start.UTC()
 	if len(dirs) > 1 || base != filepath.Join(dirs[0], BaseDir) {
@@ -302,22 +310,8 @@ func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Op
 				if err := gctx.Err(); err != nil {
 					return err
 				}
-				dir := path.Dir(entries[chunks[ci]].Path)
-				for i := chunks[ci]; i < len(entries) && (ci+1 >= len(chunks) || i < chunks[ci+1]); i++ {
-					r := &m.records[i]
-					if r.Kind == Dir || path.Dir(r.Path) != dir {
-						continue
-					}
-					var err error
-					switch r.Kind {
-					case File:
-						err = c.file(i)
-					case Symlink:
-						err = c.symlink(i)
-					}
-					if err != nil {
-						return fmt.Errorf("clone %s: %w", r.Path, err)
-					}
+				if err := c.chunk(entries, chunks, ci); err != nil {
+					return err
 				}
 			}
 		})
@@ -344,12 +338,15 @@ func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Op
 				return nil, fmt.Errorf("clone %s: %s changed while cloning", parent, rel)
 			}
 		}
-		for _, root := range roots {
+		for j, root := range roots {
 			name := filepath.Join(root, filepath.FromSlash(rel))
 			if perm := fa.Mode & 0o7777; perm != 0o700 {
 				if err := unix.Chmod(name, perm); err != nil {
 					return nil, &pathError{op: "chmod", path: name, err: err}
 				}
+			}
+			if j == 0 {
+				continue // the base keeps no times (see cloner.file)
 			}
 			if err := setTimes(name, fa.Mtime, false); err != nil {
 				return nil, err
@@ -418,10 +415,10 @@ func cloneSnapshot(ctx context.Context, parent, dir string, start time.Time) (*C
 }
 
 // snapshotBase makes base a read-only snapshot of the subvolume parent; it returns the
-// clock just before the snapshot and the wait for the manifest's header. Where parent
-// holds its own .git directory it is the work tree's root, with no ignore file above it to
-// record: the header's facts are read (a git) while the snapshots are made, and wait must
-// then be called whatever happens.
+// clock just before the snapshot and the wait for the manifest's header, which must be
+// called whatever happens. The header's facts come without a git where snapshotFacts can
+// tell them; else a git reads them while the snapshots are made (parent then holds its own
+// .git directory: it is the work tree's root, with no ignore file above it to record).
 func snapshotBase(ctx context.Context, parent, base string) (t0 int64, wait func() (header, error), err error) {
 	var h header
 	var herr error
@@ -433,17 +430,14 @@ func snapshotBase(ctx context.Context, parent, base string) (t0 int64, wait func
 		}
 		return h, herr
 	}
-	if fi, err := os.Lstat(filepath.Join(parent, ".git")); err == nil && fi.IsDir() {
+	var ok bool
+	if h, ok = snapshotFacts(parent); ok {
+		close(done)
+	} else {
 		go func() {
 			defer close(done)
 			h, herr = ignoreFacts(ctx, parent)
 		}()
-	} else {
-		h, herr = ignoreFacts(ctx, parent)
-		close(done)
-		if _, err := wait(); err != nil {
-			return 0, wait, err
-		}
 	}
 	// Every change to the parent after the snapshot has a ctime of at least t0: an entry of
 	// the base as new is racy (see record.Racy).
@@ -458,14 +452,13 @@ func snapshotBase(ctx context.Context, parent, base string) (t0 int64, wait func
 	return t0, wait, nil
 }
 
-// snapshotManifests writes the manifest of each snapshot workspace in dirs, once the
-// clock has passed every ctime the snapshots hold: the child's changes come later.
-func snapshotManifests(ctx context.Context, h header, t0 int64, parent string, dirs []string, start time.Time) ([]*CloneReport, error) {
-	stamp, err := waitPast(ctx, tickClock())
-	if err != nil {
-		return nil, err
-	}
-	h.Version, h.Parent, h.Created, h.Stamp, h.Snapshot = manifestVersion, parent, start.UTC(), stamp, t0
+// snapshotManifests writes the manifest of each snapshot workspace in dirs. Its stamp is
+// t0, the clock just before the snapshots, with no wait for the clock to pass the ctimes
+// they hold: every change the child makes has a ctime of at least t0, and every entry of
+// the copy whose ctime is not older than t0 is racy in the base, compared by content
+// whatever its facts; an older one that the child changed has a newer ctime.
+func snapshotManifests(h header, t0 int64, parent string, dirs []string, start time.Time) ([]*CloneReport, error) {
+	h.Version, h.Parent, h.Created, h.Stamp, h.Snapshot = manifestVersion, parent, start.UTC(), t0, t0
 	reps := make([]*CloneReport, len(dirs))
 	for i, d := range dirs {
 		if h.Base != "" {
@@ -491,12 +484,58 @@ type cloner struct {
 
 func (c *cloner) src(rel string) string { return filepath.Join(c.parent, filepath.FromSlash(rel)) }
 
-// file clones one regular file into both trees and records its facts: the parent's from
+// chunk clones the files and symlinks of chunk ci, a run of entries in one directory (and
+// its subdirectories' entries, left to their own chunks). The directory is opened once in
+// the parent and in each tree, each entry then opened beneath it. Its clock is read once,
+// before any entry is: an entry whose ctime is not older is racy (a later reading, as each
+// entry's own would be, marks no more).
+func (c *cloner) chunk(entries []Entry, chunks []int, ci int) error {
+	dir := path.Dir(entries[chunks[ci]].Path)
+	roots := append([]string{c.base}, c.copies...)
+	fds := make([]int, 0, 1+len(roots))
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	for _, root := range append([]string{c.parent}, roots...) {
+		name := filepath.Join(root, filepath.FromSlash(dir))
+		fd, err := unix.Open(name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &pathError{op: "open", path: name, err: err}
+		}
+		fds = append(fds, fd)
+	}
+	now := tickClock()
+	for i := chunks[ci]; i < len(entries) && (ci+1 >= len(chunks) || i < chunks[ci+1]); i++ {
+		r := &c.m.records[i]
+		if r.Kind == Dir || path.Dir(r.Path) != dir {
+			continue
+		}
+		var err error
+		switch r.Kind {
+		case File:
+			err = c.file(i, fds, roots, now)
+		case Symlink:
+			err = c.symlink(i, roots, now)
+		}
+		if err != nil {
+			return fmt.Errorf("clone %s: %w", r.Path, err)
+		}
+	}
+	return nil
+}
+
+// file clones one regular file into every tree and records its facts: the parent's from
 // the descriptor it read (so a change while cloning reads as a change), the copy's as made.
-func (c *cloner) file(ri int) error {
+// fds are the file's directory open in the parent and in each of roots. The base keeps
+// the file's content and mode but not its times: the hand-back reads only those of the
+// base.
+func (c *cloner) file(ri int, fds []int, roots []string, now int64) error {
 	r := &c.m.records[ri]
+	name := path.Base(r.Path)
 	src := c.src(r.Path)
-	fd, err := unix.Open(src, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(fds[0], name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return &pathError{op: "open", path: src, err: err}
 	}
@@ -506,15 +545,15 @@ func (c *cloner) file(ri int) error {
 		return &pathError{op: "fstat", path: src, err: err}
 	}
 	r.Parent = factsOf(&st)
-	r.Racy = r.Parent.Ctime >= tickClock()
+	r.Racy = r.Parent.Ctime >= now
 	if kindOfMode(r.Parent.Mode) != File {
 		return fmt.Errorf("%s is no longer a regular file", src)
 	}
 	atime := st.Atim.Nano()
 	reflinked := true
-	for i, root := range append([]string{c.base}, c.copies...) {
+	for i, root := range roots {
 		dst := filepath.Join(root, filepath.FromSlash(r.Path))
-		cloned, f, err := c.cloneFile(fd, src, dst, r.Parent, atime, i > 0)
+		cloned, f, err := c.cloneFile(fd, fds[1+i], name, src, dst, r.Parent, atime, i == 0, i > 0)
 		if err != nil {
 			return err
 		}
@@ -532,10 +571,11 @@ func (c *cloner) file(ri int) error {
 	return nil
 }
 
-// cloneFile makes dst with the content, permission bits and times of the open file fd,
-// sharing its extents when the filesystem can. It reports whether it did, and (when
+// cloneFile makes dst, name in the directory open as dirfd, with the content and permission
+// bits of the open file fd, sharing its extents when the filesystem can, and its times
+// unless base (the base keeps none). It reports whether it shared them, and (when
 // wantFacts) dst's facts.
-func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64, wantFacts bool) (bool, facts, error) {
+func (c *cloner) cloneFile(fd, dirfd int, name, src, dst string, fa facts, atime int64, base, wantFacts bool) (bool, facts, error) {
 	perm := fa.Mode & 0o7777
 	times := []unix.Timespec{unix.NsecToTimespec(atime), unix.NsecToTimespec(fa.Mtime)}
 	if reflinkCreates && !c.noReflink.Load() {
@@ -544,8 +584,10 @@ func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64, wantF
 			if err := chmod(dst, perm); err != nil {
 				return false, facts{}, err
 			}
-			if err := unix.UtimesNano(dst, times); err != nil {
-				return false, facts{}, &pathError{op: "utimes", path: dst, err: err}
+			if !base {
+				if err := unix.UtimesNano(dst, times); err != nil {
+					return false, facts{}, &pathError{op: "utimes", path: dst, err: err}
+				}
 			}
 			if !wantFacts {
 				return true, facts{}, nil
@@ -558,7 +600,7 @@ func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64, wantF
 			return false, facts{}, &pathError{op: "clone", path: dst, err: err}
 		}
 	}
-	out, err := unix.Open(dst, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, perm)
+	out, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
 		return false, facts{}, &pathError{op: "create", path: dst, err: err}
 	}
@@ -584,8 +626,10 @@ func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64, wantF
 			return false, facts{}, &pathError{op: "chmod", path: dst, err: err}
 		}
 	}
-	if err := futimens(out, dst, times); err != nil {
-		return false, facts{}, &pathError{op: "utimes", path: dst, err: err}
+	if !base {
+		if err := futimens(out, dst, times); err != nil {
+			return false, facts{}, &pathError{op: "utimes", path: dst, err: err}
+		}
 	}
 	if !wantFacts {
 		return cloned, facts{}, nil
@@ -597,7 +641,9 @@ func (c *cloner) cloneFile(fd int, src, dst string, fa facts, atime int64, wantF
 	return cloned, factsOf(&st), nil
 }
 
-func (c *cloner) symlink(ri int) error {
+// symlink makes the symlink of record ri in every tree of roots, with its times in the
+// copies; now is as for file.
+func (c *cloner) symlink(ri int, roots []string, now int64) error {
 	r := &c.m.records[ri]
 	src := c.src(r.Path)
 	f, k, err := lstatFacts(src)
@@ -608,15 +654,18 @@ func (c *cloner) symlink(ri int) error {
 		return fmt.Errorf("%s is no longer a symlink", src)
 	}
 	r.Parent = f
-	r.Racy = f.Ctime >= tickClock()
+	r.Racy = f.Ctime >= now
 	target, err := os.Readlink(src)
 	if err != nil {
 		return err
 	}
-	for i, root := range append([]string{c.base}, c.copies...) {
+	for i, root := range roots {
 		dst := filepath.Join(root, filepath.FromSlash(r.Path))
 		if err := os.Symlink(target, dst); err != nil {
 			return err
+		}
+		if i == 0 {
+			continue // the base keeps no times (see file)
 		}
 		if err := setTimes(dst, f.Mtime, true); err != nil {
 			return err

@@ -312,9 +312,11 @@ type listings struct {
 }
 
 type listing struct {
-	once sync.Once
-	rs   []record
-	err  error
+	once   sync.Once
+	rs     []record
+	git    bool // with ignore, the manifests' Git and Ignore where read from the base
+	ignore []ignoreSet
+	err    error
 }
 
 // get returns base's records, listing it once for every caller; the records are shared
@@ -330,11 +332,19 @@ func (l *listings) get(ctx context.Context, base string, m *manifest) ([]record,
 		l.m[base] = e
 	}
 	l.mu.Unlock()
-	e.once.Do(func() { e.rs, e.err = listBase(ctx, base, m) })
+	e.once.Do(func() {
+		mh := &manifest{header: m.header}
+		e.rs, e.err = listBase(ctx, base, mh)
+		e.git, e.ignore = mh.Git, mh.Ignore
+	})
 	if e.err != nil {
 		l.forget(base) // a cancelled listing is not kept
+		return nil, e.err
 	}
-	return e.rs, e.err
+	if m.GitFromBase {
+		m.Git, m.Ignore = e.git, e.ignore
+	}
+	return e.rs, nil
 }
 
 func (l *listings) forget(base string) {
@@ -343,8 +353,19 @@ func (l *listings) forget(base string) {
 	l.mu.Unlock()
 }
 
-// listBase lists a snapshot workspace's base and gives each path's record from it.
+// listBase lists a snapshot workspace's base and gives each path's record from it; where
+// the manifest says so, it first reads the manifest's Git and Ignore from the base.
 func listBase(ctx context.Context, base string, m *manifest) ([]record, error) {
+	if m.GitFromBase {
+		f, err := ignoreFacts(ctx, base)
+		if err != nil {
+			return nil, err
+		}
+		if len(f.Prefix) > 0 {
+			return nil, fmt.Errorf("the repository of the base %s has its work tree elsewhere", base)
+		}
+		m.Git, m.Ignore = f.Git, f.Ignore
+	}
 	entries, err := list(ctx, base, ListOptions{MaxFiles: math.MaxInt}, &m.Git)
 	if err != nil {
 		return nil, err
@@ -973,7 +994,7 @@ func cloneOne(src, dst string) error {
 		return err
 	}
 	c := &cloner{}
-	_, _, err = c.cloneFile(fd, src, dst, factsOf(&st), st.Atim.Nano(), false)
+	_, _, err = c.cloneFile(fd, unix.AT_FDCWD, dst, src, dst, factsOf(&st), st.Atim.Nano(), false, false)
 	return err
 }
 

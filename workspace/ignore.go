@@ -1,7 +1,10 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,6 +61,50 @@ func ignoreFacts(ctx context.Context, parent string) (header, error) {
 		add(filepath.Join(append([]string{top}, append(h.Prefix[:i:i], ".gitignore")...)...), h.Prefix[:i:i])
 	}
 	return h, nil
+}
+
+// snapshotFacts gives, without running git, the header facts of a snapshot workspace of
+// parent, the root of a btrfs subvolume, where they can be known so; ok is false where a
+// git must read them:
+//
+//   - parent holds no .git: there are none. Git looks for a repository upwards only as far
+//     as the device number stays the same (GIT_DISCOVERY_ACROSS_FILESYSTEM, which gitexec
+//     never passes), and each subvolume has one of its own: none above parent is found.
+//   - parent holds a .git directory that lies wholly in the subvolume, its configuration
+//     naming no work tree and including no file (a plain scan: a mention of either, even in
+//     a comment, sends it to git): the base snapshot holds the repository as it was, so the
+//     hand-back reads the facts from there (GitFromBase), as it lists the base with git.
+func snapshotFacts(parent string) (header, bool) {
+	gitDir := filepath.Join(parent, ".git")
+	fi, err := os.Lstat(gitDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return header{}, true
+	}
+	if err != nil || !fi.IsDir() {
+		return header{}, false
+	}
+	if _, err := os.Lstat(filepath.Join(gitDir, "commondir")); !errors.Is(err, fs.ErrNotExist) {
+		return header{}, false // the repository's files lie elsewhere
+	}
+	// info/exclude is read through no symlink that could lead out of the snapshot.
+	for _, name := range []string{"info", "info/exclude"} {
+		if fi, err := os.Lstat(filepath.Join(gitDir, name)); err == nil && fi.Mode()&fs.ModeSymlink != 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return header{}, false
+		}
+	}
+	name := filepath.Join(gitDir, "config")
+	if fi, err := os.Lstat(name); err != nil || !fi.Mode().IsRegular() {
+		return header{}, false
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return header{}, false
+	}
+	low := bytes.ToLower(data)
+	if bytes.Contains(low, []byte("worktree")) || bytes.Contains(low, []byte("include")) {
+		return header{}, false
+	}
+	return header{GitFromBase: true}, true
 }
 
 // excludesFile is the excludes file git applies in root: the one the repository's or the

@@ -24,7 +24,10 @@ const (
 	ConflictsDir = "conflicts"     // the child's versions not taken, by path
 )
 
-const manifestVersion = 1
+// manifestVersion is the version of the manifests Clone writes: 2 added GitFromBase, which
+// an older reader would take for a workspace outside git. A version-1 manifest is read as
+// ever.
+const manifestVersion = 2
 
 // header is the manifest's first line.
 type header struct {
@@ -37,8 +40,9 @@ type header struct {
 	// files of the child that git would ignore in the parent.
 	Prefix []string    `json:"prefix,omitempty"`
 	Ignore []ignoreSet `json:"ignore,omitempty"`
-	// Stamp is tickClock (ns) when the clone returned, past the ctime of every copy file:
-	// a copy file whose ctime is not older is compared by content at the hand-back.
+	// Stamp is tickClock (ns) when the clone returned, past the ctime of every copy file
+	// (for snapshots, Snapshot: see snapshotManifests): a copy file whose ctime is not
+	// older is compared by content at the hand-back.
 	Stamp int64 `json:"stamp"`
 	Files int   `json:"files"`
 	Dirs  int   `json:"dirs"`
@@ -49,6 +53,11 @@ type header struct {
 	// as the parent was), with git's rules when Git says the parent was in a work tree.
 	Snapshot int64 `json:"snapshot,omitempty"`
 	Git      bool  `json:"git,omitempty"`
+	// GitFromBase, for a snapshot workspace of a parent holding its own .git directory, says
+	// that Git and Ignore were not read at spawn: the hand-back reads them from the base,
+	// which holds the repository (its configuration, info/exclude) as it was then; the
+	// global excludes file is read then too, as the base's listing reads it.
+	GitFromBase bool `json:"git_from_base,omitempty"`
 	// Base, for a workspace of a group (CloneGroup), is the base it shares with the
 	// group's others, in the group's directory; "": the workspace's own base. Member names
 	// its file among the group's members (the directory may be renamed before Discard).
@@ -207,7 +216,7 @@ func parseManifest(data []byte) (*manifest, error) {
 	if err := json.Unmarshal(data[:nl], &m.header); err != nil {
 		return nil, err
 	}
-	if m.Version != manifestVersion {
+	if m.Version != manifestVersion && m.Version != 1 {
 		return nil, fmt.Errorf("manifest version %d, want %d", m.Version, manifestVersion)
 	}
 	rest := data[nl+1:]

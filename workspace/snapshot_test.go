@@ -221,3 +221,88 @@ func TestCloneGroupSnapshots(t *testing.T) {
 		t.Errorf("the group's directory: %v", err)
 	}
 }
+
+// A snapshot workspace is made without a git: the ignore rules of a parent holding its own
+// .git directory are read at the hand-back from the base, which holds the repository as
+// it was at spawn; they are those a git read of the parent gave then, whatever the parent
+// or the child does to .git/info/exclude since. A configuration naming a work tree or an
+// include is still read by git at spawn; a subvolume with no .git in a work tree is, as
+// git sees it too, in none.
+func TestSnapshotIgnoreFactsFromBase(t *testing.T) {
+	needGit(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "xdg"))
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, ".gitconfig"))
+	writeTree(t, home, spec("xdg/git/ignore=*.log\n"))
+	parent, dir := snapshotRepo(t)
+	exclude := filepath.Join(parent, ".git", "info", "exclude")
+	os.MkdirAll(filepath.Dir(exclude), 0o755)
+	if err := os.WriteFile(exclude, []byte("secret.txt\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, err := ignoreFacts(context.Background(), parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Clone(context.Background(), parent, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := readHeader(dir); err != nil || !rep.Snapshot || !h.GitFromBase || h.Git || len(h.Ignore) > 0 {
+		t.Fatalf("header %+v, %v; report %+v: want a snapshot with its git facts left to the hand-back", h, err, rep)
+	}
+	os.WriteFile(exclude, []byte("kept.txt\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, CopyDir, ".git", "info", "exclude"), []byte("kept.txt\n"), 0o644)
+	writeTree(t, filepath.Join(dir, CopyDir), spec("secret.txt=s", "kept.txt=k", "run.log=l"))
+	p, err := Prepare(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.h.m.Git || !reflect.DeepEqual(p.h.m.Ignore, want.Ignore) || len(want.Ignore) != 2 {
+		t.Errorf("facts read from the base: git %v, ignore %+v; at spawn: %+v", p.h.m.Git, p.h.m.Ignore, want)
+	}
+	hb, err := p.Merge(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hb.Taken) != 1 || hb.Taken[0].Path != "kept.txt" || hb.Counts.Ignored != 2 {
+		t.Errorf("report %+v: want kept.txt taken, secret.txt and run.log ignored", hb)
+	}
+	if err := Discard(dir); err != nil {
+		t.Fatal(err)
+	}
+
+	// A configuration that names a work tree or an include: git reads the facts at spawn.
+	git(t, parent, "config", "include.path", filepath.Join(home, "none"))
+	other := dir + "-include"
+	if rep, err = Clone(context.Background(), parent, other, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := readHeader(other); err != nil || !rep.Snapshot || h.GitFromBase || !h.Git {
+		t.Errorf("header %+v, %v; report %+v: want the git facts read at spawn", h, err, rep)
+	}
+	if err := Discard(other); err != nil {
+		t.Fatal(err)
+	}
+
+	// A subvolume with no .git inside a work tree.
+	root := onFS(t, "btrfs")
+	git(t, root, "init", "-q")
+	sub := filepath.Join(root, "sub")
+	subvolume(t, sub)
+	writeTree(t, sub, spec("a=1"))
+	if f, err := ignoreFacts(context.Background(), sub); err != nil || f.Git {
+		t.Fatalf("git finds a work tree for a subvolume: %+v, %v", f, err)
+	}
+	ws := filepath.Join(root, "ws")
+	if rep, err = Clone(context.Background(), sub, ws, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := readHeader(ws); err != nil || !rep.Snapshot || h.Git || h.GitFromBase {
+		t.Errorf("header %+v, %v; report %+v: want a snapshot outside git", h, err, rep)
+	}
+	if err := Discard(ws); err != nil {
+		t.Fatal(err)
+	}
+}
