@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -22,11 +21,8 @@ func newWorkspaceCmd() *cobra.Command {
 	return c
 }
 
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+// kindMark follows an entry's path in a listing, as ls -F marks it.
+var kindMark = map[workspace.Kind]string{workspace.Dir: "/", workspace.Symlink: "@"}
 
 func newWorkspaceListCmd() *cobra.Command {
 	var asJSON bool
@@ -39,24 +35,15 @@ func newWorkspaceListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if es == nil {
-					es = []workspace.Entry{} // a list, even an empty one
-				}
-				return printJSON(out, es)
+			if es == nil {
+				es = []workspace.Entry{} // a list, even an empty one
 			}
-			for _, e := range es {
-				suffix := ""
-				switch e.Kind {
-				case workspace.Dir:
-					suffix = "/"
-				case workspace.Symlink:
-					suffix = "@"
+			return show(cmd.OutOrStdout(), asJSON, es, func(w io.Writer) error {
+				for _, e := range es {
+					fmt.Fprintf(w, "%s%s\n", e.Path, kindMark[e.Kind])
 				}
-				fmt.Fprintf(out, "%s%s\n", e.Path, suffix)
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the listing as JSON")
@@ -81,13 +68,7 @@ by bytes with a warning. DIR must not exist or be empty.`,
 			for _, w := range rep.Warnings {
 				fmt.Fprintln(cmd.ErrOrStderr(), "paddock: warning:", w)
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return printJSON(out, rep)
-			}
-			fmt.Fprint(out, rep)
-			fmt.Fprintf(out, "the child works in %s\n", filepath.Join(rep.Dir, workspace.CopyDir))
-			return nil
+			return show(cmd.OutOrStdout(), asJSON, rep, printed(fmt.Sprintf("%sthe child works in %s\n", rep, filepath.Join(rep.Dir, workspace.CopyDir))))
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
@@ -112,13 +93,8 @@ were conflicts.`,
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if err := printJSON(out, rep); err != nil {
-					return err
-				}
-			} else {
-				fmt.Fprint(out, rep)
+			if err := show(cmd.OutOrStdout(), asJSON, rep, printed(rep)); err != nil {
+				return err
 			}
 			if len(rep.Conflicts) > 0 {
 				return outcome(exitConflicts, nil)
