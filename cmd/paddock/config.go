@@ -23,11 +23,10 @@ func newConfigCmd() *cobra.Command {
 	show := &cobra.Command{
 		Use:   "show [--workspace DIR] [--json] [--host unix://PATH] [flags]",
 		Short: "Print every effective setting and where its value came from",
-		Long: `Show prints every setting as a session in the workspace (default: the current directory)
-would have it, each with its source: a flag, a PADDOCK_* environment variable, the global
-settings file, the project's .paddock/settings file, or the default. A key the project's file
-may not set is ignored with a warning naming it. With --host unix://PATH (or PADDOCK_HOST) the
-daemon there says what its sessions would have, the flags given passed as run passes them.`,
+		Long: `Show prints every setting as a session in the workspace would have it, each with its source:
+a flag, a PADDOCK_* variable, the global settings file, the project's .paddock/settings file
+(a key it may not set is ignored with a warning), or the default. With a daemon's --host, what
+the daemon's sessions would have, the flags given passed as run passes them.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := sf.workspace()

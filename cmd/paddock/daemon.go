@@ -26,12 +26,10 @@ func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--socket PATH] [--state DIR] [--drain]",
 		Short: "Serve sessions over HTTP/JSON on a private unix socket",
-		Long: `Serve runs the daemon: sessions, the bash tool, file access, children, answers, jobs and
-an event stream per session, over HTTP/JSON on a unix socket (default
-$TMPDIR/paddock-<uid>/paddock.sock). The socket's directory must be a real directory owned by
-you with no group or other write (a missing one is made 0700); the socket is 0600, and a peer
-of any other uid is refused. Each session is opened with the settings of its workspace, as
-"paddock run" would; the API's document is at /openapi.json, metrics at /metrics.`,
+		Long: `Serve runs the daemon: sessions, their bash tool, files, children, answers, jobs and event
+streams, over HTTP/JSON on a unix socket in a directory of yours with no group or other write
+(a missing one is made 0700); the socket is 0600, a peer of another uid refused. Sessions are
+opened as "paddock run" would; the API's document is at /openapi.json, metrics at /metrics.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sock, err := daemon.SocketPath(socket)
@@ -60,10 +58,8 @@ func newAttachCmd() *cobra.Command {
 		Use:   "attach SESSION [--host unix://PATH] [--watch]",
 		Short: "Attach the terminal to a daemon's session: its questions and its output",
 		Long: `Attach shows a session's output as its steps produce it, and asks each question its steps
-(and its subagents' steps) raise: the step exactly as it runs, control and bidirectional
-characters escaped, and the subagent's name. Enter alone answers no. With --watch the terminal
-only watches: questions do not come to it. Attach ends when the session closes, or when the
-input ends.`,
+(and its subagents' steps) raise, the step escaped as it runs; Enter alone answers no. It ends
+when the session closes, or when the input ends.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: onDaemon(&host, func(cmd *cobra.Command, c *client.Client, args []string) error {
 			return prompt.Attach(cmd.Context(), c, args[0], cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), watch)

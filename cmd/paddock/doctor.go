@@ -20,11 +20,9 @@ func newDoctorCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor [--json] [--dir DIR]",
 		Short: "Report what this machine offers Paddock, and what to fix",
-		Long: `Doctor checks what sandboxes this machine can run and says how to fix what is missing:
-the Docker engine (and so the default transport), containerd, a filesystem with reflinks for
-isolated workspaces (in DIR, the current directory unless --dir names one), and the kernel
-binary. Every check is a line: ok or fix, what was found, and the fix. The exit status is 0
-whatever it finds; --json prints the checks as a JSON array.`,
+		Long: `Doctor checks what sandboxes this machine can run (the engines, each transport, reflinks for
+isolated workspaces in DIR, the kernel binary) and says how to fix what is missing, a line
+each. The exit status is 0 whatever it finds.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := workdir(dir)

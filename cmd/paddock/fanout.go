@@ -22,16 +22,11 @@ func newFanoutCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fanout -n N [--workspace DIR] [--parallel K] [--json] [--host unix://PATH] -- SCRIPT",
 		Short: "Run SCRIPT in N isolated children at once and merge each back as it ends",
-		Long: `Fanout opens a session in the workspace and spawns N children, at most K at once, each
-in an isolated workspace (btrfs snapshots of a workspace that is a subvolume, else a
-reflink clone) running SCRIPT with PADDOCK_CHILD_INDEX set to its index (0 to N-1). Each
-child is handed back as it ends: paths only it changed are taken; a text file the workspace
-changed meanwhile is merged by lines as git merge-file does; any other path the workspace
-changed, or lines that conflict, is a conflict, the child's version (and the marked merge)
-kept under its conflicts/ directory. Exit status: 0 when every child finished with status 0
-and nothing conflicted, 3 when a path conflicted, 1 when a child failed.
-With --host unix://PATH (or PADDOCK_HOST) the children are a daemon's: its session is opened
-in the workspace, each child spawned, run and closed through its API.`,
+		Long: `Fanout spawns N children of a session in the workspace, at most K at once, each in an
+isolated workspace running SCRIPT with PADDOCK_CHILD_INDEX set (0 to N-1), and hands each back
+as it ends: what only it changed is taken, a text file both changed is merged by lines as git
+merge-file does, anything else both changed is a conflict, the child's version kept under its
+conflicts/ directory. Exit status: 3 when a path conflicted, 1 when a child failed.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n < 1 {

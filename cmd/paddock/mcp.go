@@ -23,23 +23,11 @@ func newMCPCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp [--workspace DIR] [--listen unix://PATH|HOST:PORT] [transport flags]",
 		Short: "Serve a sandbox session to an agent as an MCP server on standard input and output",
-		Long: `Mcp opens a session as run does (the same workspace, transport, image, pool, limits and
-settings) and serves it over the Model Context Protocol on standard input and output for the
-life of the connection: the tools bash (one shell: cd and exports persist), job_wait,
-job_kill, job_list, read, write, edit, glob, grep and ls. Every step and file access is
-decided by the session's policy; a question goes to the client as an elicitation request, or
-is refused when the client cannot elicit. Diagnostics go to standard error. The session
-closes, and a synced workspace comes back, when the client disconnects.
-
-With --listen it serves streamable HTTP instead, until it is stopped: on a unix socket
-(unix://PATH, 0600, peers of your uid only, in a directory of yours as the daemon's), or on a
-loopback address (HOST:PORT, 127.0.0.1:0 for any port) where every request must carry
-"Authorization: Bearer TOKEN" (PADDOCK_MCP_TOKEN, else a token made and printed on standard
-error). Any other address is refused.
-
-With --host unix://PATH (or PADDOCK_HOST) the session is the daemon's: a new one opened there
-with the same flags and closed when the server stops, or, with --session ID, one already open
-there, left open. The tools are the same; bash keeps a shell of its own in the daemon.`,
+		Long: `Mcp opens a session as run does and serves it over the Model Context Protocol: the tools
+bash, job_wait, job_kill, job_list, read, write, edit, glob, grep and ls, each decided by the
+session's policy, a question going to the client as an elicitation. It serves standard input
+and output until the client disconnects, or with --listen streamable HTTP until it is stopped;
+with --host, a daemon's session. README.md's "Agents over MCP" tells the details.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := sf.workspace()

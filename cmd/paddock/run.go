@@ -32,12 +32,10 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [--workspace DIR] [--json] [--host unix://PATH] -- SCRIPT",
 		Short: "Run a shell script in a sandbox, step by step",
-		Long: `Run opens a session in the workspace (the current directory unless --workspace names
-one), runs the script through the session's kernel and prints each step's output as it comes,
-then how the script ended. Each step is classified by the policy; a step outside the auto set
+		Long: `Run opens a session in the workspace, runs the script through the session's kernel and
+prints each step's output as it comes, then how the script ended. A step outside the auto set
 asks the terminal (when standard input is one) and is refused as unanswered otherwise. The exit
-status is the script's (126 when a step was refused). With --host unix://PATH (or
-PADDOCK_HOST) the session is opened in that daemon instead, with the same flags.`,
+status is the script's (126 when a step was refused).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := sf.workspace()
@@ -133,25 +131,15 @@ func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script 
 	defer c.Close()
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var t *prompt.Terminal
-	var id string // the session's, once open; the terminal answers there
-	o := client.RunOptions{Open: req, Script: script,
-		Opened: func(s api.Session) {
-			for _, w := range s.Warnings {
-				fmt.Fprintln(errOut, "paddock:", w)
-			}
-			if t != nil {
-				id = s.ID
-				go t.Run(tctx)
-			}
-		}}
+	o := client.RunOptions{Open: req, Script: script, Opened: func(s api.Session) {
+		for _, w := range s.Warnings {
+			fmt.Fprintln(errOut, "paddock:", w)
+		}
+	}}
 	if !asJSON {
 		o.Output = func(fd int, data string) { io.WriteString(byFD(fd, out, errOut), data) }
 		if term.IsTerminal(int(os.Stdin.Fd())) {
-			t = prompt.New(os.Stdin, errOut, func(q string, a orchestrator.Answer) error {
-				return c.Answer(ctx, id, q, api.AnswerRequest{Approve: a.Approve, ForSession: a.ForSession, Client: "terminal"})
-			})
-			o.Questions = t.NotifyEvent
+			prompt.AskFor(tctx, c, &o, os.Stdin, errOut)
 		}
 	}
 	ran, err := c.Run(ctx, o)

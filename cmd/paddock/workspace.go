@@ -80,13 +80,11 @@ func newWorkspaceHandbackCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "handback [--json] DIR",
 		Short: "Merge DIR/copy back into the parent recorded in DIR, path by path",
-		Long: `Handback merges the child's copy into its parent: a path the child did not change keeps
-the parent's content; a path only the child changed takes the child's (a removal too); a
-path both changed to the same content is kept; a path both changed differently, or that the
-parent cannot hold, keeps the parent's entry and the child's version is saved under
-DIR/conflicts. The report is written to DIR/handback.json and printed; base and copy are
-removed. A hand-back cut at any moment can be rerun to the same result. Exits 3 when there
-were conflicts.`,
+		Long: `Handback merges the child's copy into its parent path by path (README.md's "Isolated
+workspaces" gives the table): what only the child changed is taken, a path both changed
+differently is a conflict, the child's version saved under DIR/conflicts. The report is written
+to DIR/handback.json and printed; a hand-back cut at any moment can be rerun to the same
+result. Exits 3 when there were conflicts.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep, err := workspace.Handback(cmd.Context(), args[0])
