@@ -18,6 +18,7 @@ import (
 	"github.com/paddockhq/paddock/internal/peer"
 
 	"github.com/paddockhq/paddock/daemon"
+	"github.com/paddockhq/paddock/errdefs"
 )
 
 // otherUID is the second uid the tests make peers and owners of: nobody's.
@@ -295,5 +296,23 @@ func TestDefaultDir(t *testing.T) {
 	os.Unsetenv("TMPDIR")
 	if got := daemon.DefaultSocket(); got != "/tmp/paddock-"+uid+"/paddock.sock" {
 		t.Errorf("TMPDIR unset: %s", got)
+	}
+}
+
+// A daemon's address is a path or unix://PATH, made absolute; any other scheme, or none at
+// all, is an invalid argument.
+func TestSocketPath(t *testing.T) {
+	t.Parallel()
+	wd, _ := os.Getwd()
+	for addr, want := range map[string]string{"/run/p.sock": "/run/p.sock", "unix:///run/p.sock": "/run/p.sock", "p.sock": filepath.Join(wd, "p.sock")} {
+		if got, err := daemon.SocketPath(addr); err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", addr, got, err, want)
+		}
+	}
+	for _, addr := range []string{"tcp://127.0.0.1:1", "", "unix://"} {
+		_, err := daemon.SocketPath(addr)
+		if class, code := errdefs.Of(err); class != errdefs.InvalidArgument || code != "usage" {
+			t.Errorf("%q: %v, want an invalid argument", addr, err)
+		}
 	}
 }

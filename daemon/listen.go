@@ -6,10 +6,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/internal/place"
 )
 
@@ -22,6 +24,26 @@ func DefaultDir() string { return place.SocketDir() }
 
 // DefaultSocket is the default socket path.
 func DefaultSocket() string { return filepath.Join(DefaultDir(), SocketName) }
+
+// SocketPath is the socket a daemon's address names: a path (made absolute), or
+// unix://PATH. A daemon serves only a unix socket, whose directory and peers it can check;
+// any other address (tcp://…) is an invalid argument, not taken for a directory "tcp:".
+func SocketPath(addr string) (string, error) {
+	s := addr
+	if p, ok := strings.CutPrefix(s, "unix://"); ok {
+		s = p
+	} else if scheme, _, ok := strings.Cut(s, "://"); ok {
+		return "", errdefs.New(errdefs.InvalidArgument, "usage", fmt.Sprintf("--socket %s: the daemon listens on a unix socket only (a path, or unix://PATH), not %s://", addr, scheme))
+	}
+	if s == "" || !filepath.IsAbs(s) {
+		abs, err := filepath.Abs(s)
+		if err != nil || s == "" {
+			return "", errdefs.New(errdefs.InvalidArgument, "usage", fmt.Sprintf("--socket %q: a unix socket's path", s))
+		}
+		s = abs
+	}
+	return s, nil
+}
 
 // PrepareDir makes the socket directory when it is missing (0700, missing parents too, in
 // one step), then checks it: a *DirError when it may not be used.

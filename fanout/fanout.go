@@ -5,6 +5,7 @@ package fanout
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,6 +34,16 @@ type Child struct {
 	Dir       string           `json:"dir,omitempty"` // where its conflicts/ and handback.json are
 	Result    *api.Result      `json:"result,omitempty"`
 	Clone     *api.CloneReport `json:"clone,omitempty"`
+}
+
+// String is the child's line as it ends: its end and status, its counts, and where its
+// versions of conflicted paths are.
+func (c Child) String() string {
+	s := fmt.Sprintf("%s %s (status %d): %d taken, %d merged, %d conflicts", c.Name, c.End, c.Status, len(c.Taken), len(c.Merged), len(c.Conflicts))
+	if len(c.Conflicts) > 0 && c.Dir != "" {
+		s += fmt.Sprintf("\n  %s's versions of the conflicted paths are in %s", c.Name, filepath.Join(c.Dir, "conflicts"))
+	}
+	return s
 }
 
 // Conflict is one conflicted path of a child with where each version was kept.

@@ -93,3 +93,17 @@ func TestRun(t *testing.T) {
 		}
 	}
 }
+
+// A child's line as it ends: its end, status and counts; where its versions of conflicted
+// paths are, when it has any.
+func TestChildString(t *testing.T) {
+	t.Parallel()
+	c := Child{Name: "child-1", End: orchestrator.Finished, Taken: make([]api.Change, 2), Merged: make([]api.Change, 1)}
+	if got, want := c.String(), "child-1 finished (status 0): 2 taken, 1 merged, 0 conflicts"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	c.End, c.Status, c.Conflicts, c.Dir = orchestrator.Exited, 3, make([]Conflict, 1), "/s/child-1"
+	if got, want := c.String(), "child-1 exited (status 3): 2 taken, 1 merged, 1 conflicts\n  child-1's versions of the conflicted paths are in /s/child-1/conflicts"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}

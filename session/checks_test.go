@@ -31,3 +31,19 @@ func TestCheckReflinkSaysSnapshots(t *testing.T) {
 		t.Errorf("plain directory: %+v, want reflink clones and how to get snapshots", c)
 	}
 }
+
+// A check's line: ok or fix, the name in a column, the fix under the detail.
+func TestCheckString(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		c    Check
+		want string
+	}{
+		{Check{Name: "docker", OK: true, Detail: "engine 24.0"}, "ok   docker     engine 24.0\n"},
+		{Check{Name: "reflinks", Detail: "none in /tmp", Fix: "use XFS"}, "fix  reflinks   none in /tmp\n                use XFS\n"},
+	} {
+		if got := tc.c.String(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}

@@ -48,6 +48,20 @@ type Check struct {
 	Fix    string `json:"fix,omitempty"`
 }
 
+// String is the check as `paddock doctor` prints it: ok or fix, its name and what was found,
+// then the fix on a line of its own when there is one.
+func (c Check) String() string {
+	mark := "ok "
+	if !c.OK {
+		mark = "fix"
+	}
+	s := fmt.Sprintf("%s  %-10s %s\n", mark, c.Name, c.Detail)
+	if c.Fix != "" {
+		s += fmt.Sprintf("     %-10s %s\n", "", c.Fix)
+	}
+	return s
+}
+
 // Request is what a provider opens a transport for.
 type Request struct {
 	Options

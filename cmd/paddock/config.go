@@ -3,12 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/session"
 )
@@ -20,49 +18,24 @@ func newConfigCmd() *cobra.Command {
 		Use:   "config",
 		Short: "Show the effective settings",
 	}
-	var workspace string
+	var sf sessionFlags
 	var asJSON bool
 	show := &cobra.Command{
 		Use:   "show [--workspace DIR] [--json] [--host unix://PATH] [flags]",
 		Short: "Print every effective setting and where its value came from",
-		Long: `Show prints every setting as a session in the workspace (default: the current directory)
-would have it, each with its source: a flag, a PADDOCK_* environment variable, the global
-settings file, the project's .paddock/settings file, or the default. A key the project's file
-may not set is ignored with a warning naming it. With --host unix://PATH (or PADDOCK_HOST) the
-daemon there says what its sessions would have, the flags given passed as run passes them.`,
+		Long: `Show prints every setting as a session in the workspace would have it, each with its source:
+a flag, a PADDOCK_* variable, the global settings file, the project's .paddock/settings file
+(a key it may not set is ignored with a warning), or the default. With a daemon's --host, what
+the daemon's sessions would have, the flags given passed as run passes them.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if workspace == "" {
-				wd, err := os.Getwd()
-				if err != nil {
-					return err
-				}
-				workspace = wd
+			dir, err := sf.workspace()
+			if err != nil {
+				return err
 			}
-			var settings []api.Setting
-			if host := daemonHost(cmd.Flags()); host != "" {
-				// The daemon's settings are its own: its environment, its global file.
-				req, err := hostedRequest(cmd.Flags(), workspace)
-				if err != nil {
-					return err
-				}
-				err = withDaemon(host, func(c *client.Client) error {
-					got, err := c.Settings(cmd.Context(), req)
-					for _, w := range got.Warnings {
-						fmt.Fprintln(cmd.ErrOrStderr(), "paddock: warning:", w)
-					}
-					settings = got.Settings
-					return err
-				})
-				if err != nil {
-					return err
-				}
-			} else {
-				l, err := loadSettings(workspace, cmd.Flags(), api.OptionKeys(), cmd.ErrOrStderr())
-				if err != nil {
-					return err
-				}
-				settings = session.Effective(l)
+			settings, err := effective(cmd, dir)
+			if err != nil {
+				return err
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), settings)
@@ -76,12 +49,35 @@ daemon there says what its sessions would have, the flags given passed as run pa
 			return tw.Flush()
 		},
 	}
-	f := show.Flags()
-	f.StringVarP(&workspace, "workspace", "w", "", "the project whose settings apply (default: the current directory)")
-	f.BoolVar(&asJSON, "json", false, "print a JSON list of {key, value, source}")
-	var tf transportFlags
-	tf.register(f)
-	registerRunFlags(f)
+	sf.register(show.Flags(), "the project whose settings apply", true)
+	show.Flags().BoolVar(&asJSON, "json", false, "print a JSON list of {key, value, source}")
 	cmd.AddCommand(show)
 	return cmd
+}
+
+// effective are the settings a session in dir would have, with the command's flags: this
+// process's, or with a daemon's --host the daemon's (its environment, its global file).
+func effective(cmd *cobra.Command, dir string) ([]api.Setting, error) {
+	host := daemonHost(cmd.Flags())
+	if host == "" {
+		l, err := loadSettings(dir, cmd.Flags(), api.OptionKeys(), cmd.ErrOrStderr())
+		if err != nil {
+			return nil, err
+		}
+		return session.Effective(l), nil
+	}
+	req, err := hostedRequest(cmd.Flags(), dir)
+	if err != nil {
+		return nil, err
+	}
+	c, err := dial(host)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	got, err := c.Settings(cmd.Context(), req)
+	for _, w := range got.Warnings {
+		fmt.Fprintln(cmd.ErrOrStderr(), "paddock: warning:", w)
+	}
+	return got.Settings, err
 }

@@ -39,17 +39,16 @@ type exitCoder interface {
 	ExitCode() int
 }
 
-// codeError ends the command with a code and, when its error is set, a message. reported
-// says the command's output (its result, its --json report) already tells the outcome the
-// code stands for: a script's status, conflicts, failed children.
+// codeError ends the command with a code whose outcome its output (its result, its --json
+// report) already told: a script's status, conflicts, failed children; and, when its error
+// is set, a message.
 type codeError struct {
-	code     int
-	err      error
-	reported bool
+	code int
+	err  error
 }
 
 // outcome is the exit code of an outcome the command's output already told.
-func outcome(code int, err error) *codeError { return &codeError{code: code, err: err, reported: true} }
+func outcome(code int, err error) *codeError { return &codeError{code: code, err: err} }
 
 func (e *codeError) Error() string {
 	if e.err == nil {
@@ -69,7 +68,7 @@ func newRoot() *cobra.Command {
 	}
 	root.Version = version.String()
 	root.SetVersionTemplate("paddock {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err.Error()) })
 	for _, c := range commands {
 		root.AddCommand(c())
 	}
@@ -113,7 +112,7 @@ func exitCode(err error, sig os.Signal, asJSON bool, stdout, stderr io.Writer) i
 	}
 	code, status := classify(err, sig)
 	var ce *codeError
-	told := errors.As(err, &ce) && ce.reported // the output said it: a script's status, conflicts
+	told := errors.As(err, &ce) // the output said it: a script's status, conflicts
 	switch {
 	case code == "interrupted":
 		fmt.Fprintf(stderr, "paddock: interrupted (%v)\n", sig)
@@ -172,34 +171,46 @@ func classify(err error, sig os.Signal) (code string, status int) {
 	return code, exitError
 }
 
-// usageError is a command line (or a setting) that cannot be carried out as written.
-type usageError struct {
-	msg string
-	err error // the cause, when there is one
-}
-
-func (e *usageError) Error() string { return e.msg }
-func (e *usageError) Unwrap() error { return e.err }
-
-// Class is the error's class: the caller's to fix.
-func (e *usageError) Class() errdefs.Class { return errdefs.InvalidArgument }
-
-// Code is its cause's code when the cause has one (a settings file that does not parse),
-// else usage.
-func (e *usageError) Code() string {
-	var c errdefs.Classed
-	if e.err != nil && errors.As(e.err, &c) {
-		return c.Code()
-	}
-	return "usage"
-}
+// usage is a command line (or a setting) that cannot be carried out as written.
+func usage(msg string) error { return errdefs.New(errdefs.InvalidArgument, "usage", msg) }
 
 // usageArgs wraps a cobra argument check so that its error is a usage error.
 func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
-			return &usageError{msg: err.Error()}
+			return usage(err.Error())
 		}
 		return nil
 	}
+}
+
+// printJSON prints v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// show prints v, a command's answer: as JSON with --json, else as text prints it.
+func show(w io.Writer, asJSON bool, v any, text func(io.Writer) error) error {
+	if asJSON {
+		return printJSON(w, v)
+	}
+	return text(w)
+}
+
+// printed is the text form of show for v as it prints itself.
+func printed(v any) func(io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := fmt.Fprint(w, v)
+		return err
+	}
+}
+
+// workdir is dir, or the current directory when dir is "".
+func workdir(dir string) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	return os.Getwd()
 }

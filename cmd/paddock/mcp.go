@@ -3,15 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/internal/sshfile"
+	"github.com/paddockhq/paddock/internal/version"
 	"github.com/paddockhq/paddock/mcpserver"
 	"github.com/paddockhq/paddock/transport/ssh"
 )
@@ -20,47 +17,28 @@ func init() { commands = append(commands, newMCPCmd) }
 
 func newMCPCmd() *cobra.Command {
 	var (
-		dir     string
-		listen  string
-		session string
-		tf      transportFlags
+		sf              sessionFlags
+		listen, session string
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp [--workspace DIR] [--listen unix://PATH|HOST:PORT] [transport flags]",
 		Short: "Serve a sandbox session to an agent as an MCP server on standard input and output",
-		Long: `Mcp opens a session as run does (the same workspace, transport, image, pool, limits and
-settings) and serves it over the Model Context Protocol on standard input and output for the
-life of the connection: the tools bash (one shell: cd and exports persist), job_wait,
-job_kill, job_list, read, write, edit, glob, grep and ls. Every step and file access is
-decided by the session's policy; a question goes to the client as an elicitation request, or
-is refused when the client cannot elicit. Diagnostics go to standard error. The session
-closes, and a synced workspace comes back, when the client disconnects.
-
-With --listen it serves streamable HTTP instead, until it is stopped: on a unix socket
-(unix://PATH, 0600, peers of your uid only, in a directory of yours as the daemon's), or on a
-loopback address (HOST:PORT, 127.0.0.1:0 for any port) where every request must carry
-"Authorization: Bearer TOKEN" (PADDOCK_MCP_TOKEN, else a token made and printed on standard
-error). Any other address is refused.
-
-With --host unix://PATH (or PADDOCK_HOST) the session is the daemon's: a new one opened there
-with the same flags and closed when the server stops, or, with --session ID, one already open
-there, left open. The tools are the same; bash keeps a shell of its own in the daemon.`,
+		Long: `Mcp opens a session as run does and serves it over the Model Context Protocol: the tools
+bash, job_wait, job_kill, job_list, read, write, edit, glob, grep and ls, each decided by the
+session's policy, a question going to the client as an elicitation. It serves standard input
+and output until the client disconnects, or with --listen streamable HTTP until it is stopped;
+with --host, a daemon's session. README.md's "Agents over MCP" tells the details.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if dir == "" {
-				wd, err := os.Getwd()
-				if err != nil {
-					return err
-				}
-				dir = wd
+			dir, err := sf.workspace()
+			if err != nil {
+				return err
 			}
-			errOut := cmd.ErrOrStderr()
 			if err := mcpserver.CheckListen(listen); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			o := mcpserver.Options{Name: "paddock", Version: buildVersion()}
+			ctx, errOut := cmd.Context(), cmd.ErrOrStderr()
+			o := mcpserver.Options{Name: "paddock", Version: version.Module()}
 			if host := daemonHost(cmd.Flags()); host != "" {
 				rs, done, err := hostedMCP(ctx, cmd, host, dir, session)
 				if err != nil {
@@ -70,9 +48,9 @@ there, left open. The tools are the same; bash keeps a shell of its own in the d
 				return mcpserver.New(rs, o).Serve(ctx, listen, errOut)
 			}
 			if session != "" {
-				return &usageError{msg: "--session names a daemon's session: give --host unix://PATH too"}
+				return usage("--session names a daemon's session: give --host unix://PATH too")
 			}
-			s, l, fin, err := openSession(ctx, cmd, dir, &tf, errOut)
+			s, l, fin, err := openSession(ctx, cmd, dir, &sf.transportFlags)
 			if err != nil {
 				return err
 			}
@@ -90,23 +68,21 @@ there, left open. The tools are the same; bash keeps a shell of its own in the d
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&dir, "workspace", "w", "", "the session's workspace and working directory (default: the current directory)")
+	sf.register(f, "the session's workspace and working directory", true)
 	f.StringVar(&session, "session", "", "with --host: serve this session of the daemon's, already open, instead of opening one")
 	f.StringVar(&listen, "listen", "", "serve streamable HTTP on unix://PATH or a loopback HOST:PORT (with a bearer token) instead of stdio")
-	registerRunFlags(f)
-	tf.register(f)
 	return cmd
 }
 
 // hostedMCP is the daemon's session an MCP server serves: the one named, or a new one opened
-// with the command's flags (closed by done, its warnings and hand-back told on errOut).
+// with the command's flags (closed by done, its hand-back told on the command's stderr).
 func hostedMCP(ctx context.Context, cmd *cobra.Command, host, dir, id string) (mcpserver.Session, func(), error) {
 	errOut := cmd.ErrOrStderr()
-	c, err := client.New(host)
-	if err != nil {
-		return nil, nil, err
-	}
 	if id != "" {
+		c, err := client.New(host)
+		if err != nil {
+			return nil, nil, err
+		}
 		s, err := c.Session(ctx, id)
 		if err != nil {
 			c.Close()
@@ -114,23 +90,13 @@ func hostedMCP(ctx context.Context, cmd *cobra.Command, host, dir, id string) (m
 		}
 		return mcpserver.Remote(c, s.ID, s.Cwd), c.Close, nil
 	}
-	ws, err := filepath.Abs(dir) // the daemon's directory is not ours
+	req, err := hostedRequest(cmd.Flags(), dir)
 	if err != nil {
-		c.Close()
 		return nil, nil, err
 	}
-	req, err := hostedRequest(cmd.Flags(), ws)
+	c, s, err := openHosted(ctx, host, req, errOut)
 	if err != nil {
-		c.Close()
 		return nil, nil, err
-	}
-	s, err := c.Open(ctx, req)
-	if err != nil {
-		c.Close()
-		return nil, nil, err
-	}
-	for _, w := range s.Warnings {
-		fmt.Fprintln(errOut, "paddock:", w)
 	}
 	done := func() {
 		defer c.Close()

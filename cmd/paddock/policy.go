@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/policy"
-	"github.com/paddockhq/paddock/script"
 	"github.com/paddockhq/paddock/session"
 )
 
@@ -69,47 +67,17 @@ result is one object: {"grammar": "steps"|"exec", "steps": [{"command", "effects
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
+				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetEscapeHTML(false)
 				return enc.Encode(a)
 			}
-			return printAnalysis(out, a)
+			_, err = fmt.Fprint(cmd.OutOrStdout(), a)
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the workspace root (default: the current directory)")
 	cmd.Flags().String("auto-effects", policy.DefaultAutoSet().String(), "the effects a step may have and still run unasked, comma-separated (default: shell.autoEffects of the settings)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
-}
-
-// printAnalysis writes one line per step (run or ask, its effects, the step as it runs),
-// then the union of the effects.
-func printAnalysis(w interface{ Write([]byte) (int, error) }, a policy.Analysis) error {
-	if a.Grammar == script.Exec {
-		fmt.Fprintf(w, "grammar: exec (%s): the whole script is one step\n", a.Reason)
-	} else {
-		fmt.Fprintln(w, "grammar: steps")
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, s := range a.Steps {
-		if s.Fails != "" { // paddock run fails it before it runs; judged as written all the same
-			fmt.Fprintf(tw, "fails\t%s\t%s\t(%s; as written it would %s)\n", orNone(s.Effects.String()), s.Command, s.Fails, s.Verdict)
-			continue
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Verdict, orNone(s.Effects.String()), s.Command)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "effects: %s\n", orNone(a.Effects.String()))
-	return err
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

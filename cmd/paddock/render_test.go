@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -31,8 +32,7 @@ func FuzzDaemonRecords(f *testing.F) {
 		if json.Unmarshal(b, &jobs) == nil {
 			printJobs(io.Discard, jobs)
 			for _, j := range jobs {
-				resultText(j.Result)
-				resultStatus(j.Result)
+				printResult(io.Discard, j.Result)
 			}
 		}
 		var ss []api.Session
@@ -41,15 +41,14 @@ func FuzzDaemonRecords(f *testing.F) {
 		}
 		var e api.Event
 		if json.Unmarshal(b, &e) == nil {
-			printEvent(e, "s", io.Discard, io.Discard)
+			prompt.Show(e, "s", io.Discard, io.Discard)
 			if e.Question != nil {
 				prompt.Render(*orchestrator.EventOf(e.Kind, e.Question, nil).Question)
 			}
 		}
 		var r api.BashResponse
 		if json.Unmarshal(b, &r) == nil {
-			resultText(r.Result)
-			resultStatus(r.Result)
+			printResult(io.Discard, r.Result)
 		}
 	})
 }
@@ -58,8 +57,8 @@ func FuzzDaemonRecords(f *testing.F) {
 func TestJobListLost(t *testing.T) {
 	var b strings.Builder
 	printJobs(&b, []api.Job{{ID: "j1", Script: "yes", Done: true, Lost: true}, {ID: "j2", Done: true}, {ID: "j3"}})
-	for _, want := range []string{"j1\tlost", "j2\tended", "j3\trunning"} {
-		if !strings.Contains(b.String(), want) {
+	for _, want := range []string{`(?m)^j1 +lost `, `(?m)^j2 +ended `, `(?m)^j3 +running `} {
+		if !regexp.MustCompile(want).MatchString(b.String()) {
 			t.Errorf("listing lacks %q:\n%s", want, b.String())
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/paddockhq/paddock/client"
+	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/transport/ssh/sshtest"
 )
@@ -123,4 +124,37 @@ func TestRunHostedOverSSHSyncConflict(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "local\n" {
 		t.Fatalf("a.txt = %q, want the local version kept", b)
 	}
+}
+
+// serveSocket starts a daemon in this process with the given global settings, opening its
+// sessions as paddock serve does, and returns its socket.
+func serveSocket(t *testing.T, settings string) string {
+	t.Helper()
+	k, err := images.Default.Find(context.Background(), runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PADDOCK_KERNEL", k)
+	cfgDir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfgDir)
+	os.MkdirAll(filepath.Join(cfgDir, "paddock"), 0o700)
+	if err := os.WriteFile(filepath.Join(cfgDir, "paddock", "settings.yaml"), []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := daemon.New(daemon.Config{Open: daemon.OpenRequest, StateDir: filepath.Join(t.TempDir(), "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "s", daemon.SocketName)
+	l, err := daemon.Listen(sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	t.Cleanup(func() {
+		srv.Close()
+		<-done
+	})
+	return sock
 }

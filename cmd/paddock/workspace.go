@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -22,11 +21,8 @@ func newWorkspaceCmd() *cobra.Command {
 	return c
 }
 
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+// kindMark follows an entry's path in a listing, as ls -F marks it.
+var kindMark = map[workspace.Kind]string{workspace.Dir: "/", workspace.Symlink: "@"}
 
 func newWorkspaceListCmd() *cobra.Command {
 	var asJSON bool
@@ -39,24 +35,15 @@ func newWorkspaceListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if es == nil {
-					es = []workspace.Entry{} // a list, even an empty one
-				}
-				return printJSON(out, es)
+			if es == nil {
+				es = []workspace.Entry{} // a list, even an empty one
 			}
-			for _, e := range es {
-				suffix := ""
-				switch e.Kind {
-				case workspace.Dir:
-					suffix = "/"
-				case workspace.Symlink:
-					suffix = "@"
+			return show(cmd.OutOrStdout(), asJSON, es, func(w io.Writer) error {
+				for _, e := range es {
+					fmt.Fprintf(w, "%s%s\n", e.Path, kindMark[e.Kind])
 				}
-				fmt.Fprintf(out, "%s%s\n", e.Path, suffix)
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the listing as JSON")
@@ -81,13 +68,7 @@ by bytes with a warning. DIR must not exist or be empty.`,
 			for _, w := range rep.Warnings {
 				fmt.Fprintln(cmd.ErrOrStderr(), "paddock: warning:", w)
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return printJSON(out, rep)
-			}
-			fmt.Fprint(out, rep)
-			fmt.Fprintf(out, "the child works in %s\n", filepath.Join(rep.Dir, workspace.CopyDir))
-			return nil
+			return show(cmd.OutOrStdout(), asJSON, rep, printed(fmt.Sprintf("%sthe child works in %s\n", rep, filepath.Join(rep.Dir, workspace.CopyDir))))
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
@@ -99,26 +80,19 @@ func newWorkspaceHandbackCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "handback [--json] DIR",
 		Short: "Merge DIR/copy back into the parent recorded in DIR, path by path",
-		Long: `Handback merges the child's copy into its parent: a path the child did not change keeps
-the parent's content; a path only the child changed takes the child's (a removal too); a
-path both changed to the same content is kept; a path both changed differently, or that the
-parent cannot hold, keeps the parent's entry and the child's version is saved under
-DIR/conflicts. The report is written to DIR/handback.json and printed; base and copy are
-removed. A hand-back cut at any moment can be rerun to the same result. Exits 3 when there
-were conflicts.`,
+		Long: `Handback merges the child's copy into its parent path by path (README.md's "Isolated
+workspaces" gives the table): what only the child changed is taken, a path both changed
+differently is a conflict, the child's version saved under DIR/conflicts. The report is written
+to DIR/handback.json and printed; a hand-back cut at any moment can be rerun to the same
+result. Exits 3 when there were conflicts.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep, err := workspace.Handback(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if err := printJSON(out, rep); err != nil {
-					return err
-				}
-			} else {
-				fmt.Fprint(out, rep)
+			if err := show(cmd.OutOrStdout(), asJSON, rep, printed(rep)); err != nil {
+				return err
 			}
 			if len(rep.Conflicts) > 0 {
 				return outcome(exitConflicts, nil)

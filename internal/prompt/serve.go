@@ -7,6 +7,7 @@ import (
 
 	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/orchestrator"
 )
 
 // Serve is the terminal as the interactive client of a daemon's session on its event
@@ -44,4 +45,24 @@ func (t *Terminal) Serve(ctx context.Context, st *client.Stream, show func(api.E
 	case <-ctx.Done():
 		return nil
 	}
+}
+
+// AskFor makes a script's run in a session of its own in a daemon (client.Run with o) ask
+// the terminal of in and out the session's questions: each is told the terminal
+// (o.Questions), and once the session is open (after o.Opened) the terminal reads the
+// answers, given through c as the client "terminal", until ctx ends.
+func AskFor(ctx context.Context, c *client.Client, o *client.RunOptions, in io.Reader, out io.Writer) {
+	var id string // the session's, once open
+	t := New(in, out, func(q string, a orchestrator.Answer) error {
+		return c.Answer(ctx, id, q, api.AnswerRequest{Approve: a.Approve, ForSession: a.ForSession, Client: "terminal"})
+	})
+	opened := o.Opened
+	o.Opened = func(s api.Session) {
+		if opened != nil {
+			opened(s)
+		}
+		id = s.ID
+		go t.Run(ctx)
+	}
+	o.Questions = t.NotifyEvent
 }

@@ -171,3 +171,45 @@ func TestServe(t *testing.T) {
 		scancel()
 	}
 }
+
+// A script run in a session of its own in a daemon asks the terminal AskFor set up; its
+// answer decides the step, and what the run was opened with still hears of the opening.
+func TestAskFor(t *testing.T) {
+	c := daemonOf(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ws := t.TempDir()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	prompts, asked := io.Pipe()
+	opened := make(chan string, 1)
+	o := client.RunOptions{Open: api.OpenRequest{Workspace: ws}, Script: "touch made", Opened: func(s api.Session) { opened <- s.ID }}
+	AskFor(ctx, c, &o, inR, asked)
+	go func() {
+		buf := make([]byte, 4096)
+		var text strings.Builder
+		for !strings.Contains(text.String(), "[N]o: ") {
+			n, err := prompts.Read(buf)
+			if err != nil {
+				return
+			}
+			text.Write(buf[:n])
+		}
+		inW.Write([]byte("y\n"))
+		io.Copy(io.Discard, prompts)
+	}()
+	ran, err := c.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ran.Bash.Result; r.End.Kind != orchestrator.Finished {
+		t.Fatalf("the approved step: %+v", r.End)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "made")); err != nil {
+		t.Errorf("the approved step did not run: %v", err)
+	}
+	if id := <-opened; id != ran.Closed.ID {
+		t.Errorf("opened %q, closed %q", id, ran.Closed.ID)
+	}
+	asked.Close()
+}

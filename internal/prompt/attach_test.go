@@ -1,19 +1,15 @@
-package main
+package prompt
 
 import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/paddockhq/paddock/client"
-	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/daemon/api"
-	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/orchestrator"
 )
 
@@ -35,55 +31,10 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// serveTest serves a daemon with the CLI's own session opener, on settings written to a
-// new global settings file; it returns a client.
-func serveTest(t *testing.T, settings string) *client.Client {
-	t.Helper()
-	c, err := client.New("unix://" + serveSocket(t, settings))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-// serveSocket starts a daemon in this process with the given global settings, opening its
-// sessions as paddock serve does, and returns its socket.
-func serveSocket(t *testing.T, settings string) string {
-	t.Helper()
-	k, err := images.Default.Find(context.Background(), runtime.GOARCH)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PADDOCK_KERNEL", k)
-	cfgDir := t.TempDir()
-	t.Setenv("XDG_CONFIG_HOME", cfgDir)
-	os.MkdirAll(filepath.Join(cfgDir, "paddock"), 0o700)
-	if err := os.WriteFile(filepath.Join(cfgDir, "paddock", "settings.yaml"), []byte(settings), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := daemon.New(daemon.Config{Open: daemon.OpenRequest, StateDir: filepath.Join(t.TempDir(), "state")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(t.TempDir(), "s", daemon.SocketName)
-	l, err := daemon.Listen(sock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(l) }()
-	t.Cleanup(func() {
-		srv.Close()
-		<-done
-	})
-	return sock
-}
-
-// paddock attach shows a session's output and its questions as the terminal renders them
+// Attach shows a session's output and its questions as the terminal renders them
 // (escaped, the subagent named); its answer decides; Enter alone answers no.
 func TestAttach(t *testing.T) {
-	c := serveTest(t, "kernelTransport:\n  kind: local\nshell:\n  rules:\n    - {action: ask, command: touch}\n")
+	c := daemonOf(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ws := t.TempDir()
@@ -104,7 +55,7 @@ func TestAttach(t *testing.T) {
 	inW.WriteString("y\n\n")
 	var out, errOut syncBuffer
 	attached := make(chan error, 1)
-	go func() { attached <- attach(ctx, c, s.ID, inR, &out, &errOut, false) }()
+	go func() { attached <- Attach(ctx, c, s.ID, inR, &out, &errOut, false) }()
 	eventually := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
