@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	cdclient "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/client"
 	"github.com/docker/go-units"
 	"golang.org/x/sys/unix"
@@ -132,7 +134,8 @@ func (dockerProvider) Reap(ctx context.Context) (int, error) {
 // Check reports the engine, and so the transport a session takes by default.
 func (dockerProvider) Check(ctx context.Context) Check {
 	c := Check{Name: "docker"}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// Podman's service can take seconds to answer version on a loaded machine.
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	cli, err := docker.Connect(cctx)
 	if err != nil {
@@ -159,7 +162,28 @@ func (dockerProvider) Check(ctx context.Context) Check {
 	} else {
 		c.Detail += "; the host image " + images.HostRef + " is made at the first run"
 	}
+	c.Detail += "; " + engineName(v.Components)
+	if info, err := cli.Info(cctx); err == nil {
+		names := slices.Sorted(maps.Keys(info.Runtimes))
+		c.Detail += fmt.Sprintf("; runtimes (--runtime): %s (default %s)", strings.Join(names, ", "), info.DefaultRuntime)
+		if _, ok := info.Runtimes["runsc"]; !ok {
+			if _, err := exec.LookPath("runsc"); err == nil {
+				c.Detail += "; gVisor is installed but the engine has no runsc runtime"
+				c.Fix = registerHint("runsc")
+			}
+		}
+	}
 	return c
+}
+
+// engineName says which engine answers: Docker's or Podman's Docker-compatible service.
+func engineName(cs []types.ComponentVersion) string {
+	for _, c := range cs {
+		if strings.Contains(strings.ToLower(c.Name), "podman") {
+			return "Podman " + c.Version + " answers (its Docker-compatible service)"
+		}
+	}
+	return "the Docker engine answers"
 }
 
 type containerdProvider struct{}
@@ -290,11 +314,30 @@ func (containerdProvider) Check(context.Context) Check {
 		if strings.Contains(sock, "/docker/") {
 			c.Detail += " (the Docker engine's own, namespace moby)"
 		}
+		c.Detail += "; runtimes (--runtime): " + containerdRuntimes()
 		return c
 	}
 	c.Detail = "no socket answers (" + strings.Join(why, "; ") + ")"
 	c.Fix = "start containerd (systemctl start containerd), or set CONTAINERD_ADDRESS to its socket"
 	return c
+}
+
+// containerdRuntimes lists the runtimes a containerd sandbox can run under on this machine.
+func containerdRuntimes() string {
+	out := []string{"runc (default)"}
+	for _, name := range []string{"runsc", "crun", "youki"} {
+		rt, err := containerd.ChooseRuntime(name, "", exec.LookPath)
+		switch {
+		case err != nil:
+		case rt.Shim == containerd.RunscShim:
+			out = append(out, name+" (gVisor's shim)")
+		case rt.Wrapper != "":
+			out = append(out, name+" (gVisor, through the runc shim and a wrapper Paddock writes)")
+		default:
+			out = append(out, name+" ("+rt.Binary+", through the runc shim)")
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // recovered removes a session's containers and says what was found.
