@@ -6,13 +6,16 @@ import (
 
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/internal/peer"
 	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/session"
 	"github.com/paddockhq/paddock/transport/containerd"
 	"github.com/paddockhq/paddock/transport/docker"
 	"github.com/paddockhq/paddock/transport/environ"
@@ -215,5 +218,41 @@ func dockerHostLimits(cli *client.Client) func(t *testing.T, ctx context.Context
 		dir := "docker/" + c.ID
 		return read("/sys/fs/cgroup/"+dir+"/pids.max", "/sys/fs/cgroup/pids/"+dir+"/pids.max"),
 			read("/sys/fs/cgroup/"+dir+"/memory.max", "/sys/fs/cgroup/memory/"+dir+"/memory.limit_in_bytes")
+	}
+}
+
+// kernelTransport.runtime reaches a session the way a user sets it, through the settings,
+// and a pool made under it hands out gVisor sandboxes only: the session's kernel runs on
+// gVisor's kernel and its container carries the runtime's label.
+func TestSettingsRuntimeRunscPool(t *testing.T) {
+	runsc(t)
+	c := containerdDaemon(t)
+	ws, conf := t.TempDir(), t.TempDir()
+	settings := filepath.Join(conf, "settings.yaml")
+	os.WriteFile(settings, []byte("kernelTransport:\n  kind: containerd\n  runtime: runsc\n  docker:\n    pool: 2\n"), 0o600)
+	ctx := testContext(t)
+	l, err := session.Load(config.Options{Workspace: ws, GlobalFile: settings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, p, err := session.Open(ctx, session.Options{Workspace: ws, Settings: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(); p.Finish(context.Background()) })
+	if got := strings.TrimSpace(stdout(bash(t, ctx, s, `uname -r`))); got == hostRelease(t) {
+		t.Errorf("the session's kernel runs on the host's kernel (%s)", got)
+	}
+	ids, err := containerd.SessionContainers(ctx, c, s.ID())
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("the session's containers: %v, %v", ids, err)
+	}
+	ct, err := c.LoadContainer(containerdNS(ctx), ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, err := ct.Labels(containerdNS(ctx))
+	if err != nil || labels[docker.LabelRuntime] != "runsc" {
+		t.Errorf("the session's container's labels: %v, %v", labels, err)
 	}
 }
