@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,9 @@ import (
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/client"
 
+	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/session"
 	"github.com/paddockhq/paddock/transport/docker"
 	"github.com/paddockhq/paddock/transport/environ"
 	"github.com/paddockhq/paddock/transport/pathmap"
@@ -99,4 +102,31 @@ func TestSecurityPodman(t *testing.T) {
 func TestReaperPodman(t *testing.T) {
 	cli, host := podmanEngine(t)
 	testReaper(t, cli, []string{"DOCKER_HOST=" + host})
+}
+
+// kernelTransport.docker.host makes Podman the engine of a session opened from the
+// settings, whatever DOCKER_HOST says: its container is Podman's, labelled as Docker's are.
+func TestSettingsDockerHostPodman(t *testing.T) {
+	pcli, host := podmanEngine(t)
+	ws, conf := t.TempDir(), t.TempDir()
+	settings := filepath.Join(conf, "settings.yaml")
+	os.WriteFile(settings, []byte("kernelTransport:\n  kind: docker\n  docker:\n    host: "+host+"\n"), 0o600)
+	t.Setenv("DOCKER_HOST", "")
+	ctx := testContext(t)
+	l, err := session.Load(config.Options{Workspace: ws, GlobalFile: settings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, p, err := session.Open(ctx, session.Options{Workspace: ws, Settings: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(); p.Finish(context.Background()) })
+	if out := stdout(bash(t, ctx, s, `echo hi`)); out != "hi\n" {
+		t.Fatalf("echo hi: %q", out)
+	}
+	ids, err := docker.SessionContainers(ctx, pcli, s.ID())
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("Podman's containers of the session: %v, %v", ids, err)
+	}
 }
