@@ -62,6 +62,10 @@ type KernelTransport struct {
 	PathMap []pathmap.Mount `mapstructure:"pathMap" json:"pathMap"`
 	// Env names the host variables passed to a non-local kernel (credentials never are).
 	Env []string `mapstructure:"env" json:"env"`
+	// Runtime is the OCI runtime container sandboxes run under: "" the engine's default
+	// (runc), "runsc" gVisor (a second kernel between the sandbox and the host's), or
+	// another the engine knows. Trusted, as every kernelTransport key.
+	Runtime string `mapstructure:"runtime" json:"runtime"`
 
 	Docker  Docker  `mapstructure:"docker" json:"docker"`
 	Wrapped Wrapped `mapstructure:"wrapped" json:"wrapped"`
@@ -77,6 +81,10 @@ type Docker struct {
 	User         string `mapstructure:"user" json:"user"`                 // "": the image's
 	WritableRoot bool   `mapstructure:"writableRoot" json:"writableRoot"` // the root filesystem is read-only unless set
 	Pool         int    `mapstructure:"pool" json:"pool"`                 // warm sandboxes kept per image
+	// Host is the engine's API endpoint, as DOCKER_HOST names one: Podman's Docker-compatible
+	// service (unix:///run/podman/podman.sock) makes Podman the docker transport's engine;
+	// "": DOCKER_HOST, else the local Docker engine.
+	Host string `mapstructure:"host" json:"host"`
 }
 
 // Wrapped configures a kernel started under a wrapper command.

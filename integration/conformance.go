@@ -39,6 +39,11 @@ type Env struct {
 	// Environ gives the kernel's environment from the host's, passing the host variables
 	// named (environ.Local or environ.Sandbox).
 	Environ func(host, names []string) []string
+	// HidesProcCwd: the sandbox's kernel does not show another process's /proc/PID/cwd
+	// (gVisor's answers EINVAL), so the kernel's own working directory is known by its
+	// container's spec alone (a unit test of the spec holds it) and the suite checks the
+	// working directories of the commands it runs.
+	HidesProcCwd bool
 	// Leftovers returns what is left, after a session of this id ended, of the session's
 	// sandbox and of the processes named (pids as the sandbox sees them); nothing is nil.
 	Leftovers func(ctx context.Context, session string, pids []int) []string
@@ -377,7 +382,9 @@ func testWorkingDirectory(t *testing.T, e Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out := stdout(bash(t, ctx, s, fmt.Sprintf("readlink /proc/%d/cwd", h.PID))); out != want+"\n" {
+	if res := bash(t, ctx, s, fmt.Sprintf("readlink /proc/%d/cwd", h.PID)); e.HidesProcCwd && res.End.Status != 0 {
+		t.Logf("the sandbox's kernel hides /proc/%d/cwd: %s", h.PID, res)
+	} else if out := stdout(res); out != want+"\n" {
 		t.Errorf("the kernel runs in %q, want %q", out, want)
 	}
 	res := bash(t, ctx, s, `pwd; sh -c pwd; cd sub; pwd; touch here`)

@@ -81,7 +81,12 @@ func playHost(session string) int {
 // A host process killed mid-session (SIGKILL: no cleanup of its own) leaves its container;
 // the next start of the docker transport removes it, and leaves a live session's container.
 func TestReaperRemovesDeadHostsContainers(t *testing.T) {
-	cli := engine(t)
+	testReaper(t, engine(t), nil)
+}
+
+// testReaper is the reaper's test on the engine of cli; env is what the host process played
+// needs to reach the same engine (DOCKER_HOST).
+func testReaper(t *testing.T, cli *client.Client, env []string) {
 	img := hostImage(t, cli)
 	kernel := kernelBinary(t)
 	ctx := testContext(t)
@@ -89,7 +94,7 @@ func TestReaperRemovesDeadHostsContainers(t *testing.T) {
 	t.Cleanup(func() { removeSession(cli, dead) })
 
 	host := exec.Command(os.Args[0], "-test.run=^$")
-	host.Env = append(os.Environ(), hostModeEnv+"="+dead, hostImageEnv+"="+img, hostKernelEnv+"="+kernel, hostWorkdirEnv+"="+t.TempDir())
+	host.Env = append(append(os.Environ(), env...), hostModeEnv+"="+dead, hostImageEnv+"="+img, hostKernelEnv+"="+kernel, hostWorkdirEnv+"="+t.TempDir())
 	out, err := host.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	cdclient "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/client"
 	"github.com/docker/go-units"
 	"golang.org/x/sys/unix"
@@ -31,7 +35,7 @@ func init() {
 
 // containerOptions are the options the two container kinds apply: their confinement is
 // built by the same code (hardening) from the same settings.
-var containerOptions = []string{"image", "network", "memory", "pids-limit", "user", "writable-root",
+var containerOptions = []string{"image", "network", "memory", "pids-limit", "user", "writable-root", "runtime",
 	"cap-add", "new-privileges", "no-tmpfs", "pool", "mount"}
 
 // reapTimeout bounds a provider's talk with its engine while it cleans up.
@@ -39,16 +43,22 @@ const reapTimeout = 30 * time.Second
 
 type dockerProvider struct{}
 
-func (dockerProvider) Kind() string       { return "docker" }
-func (dockerProvider) Options() []string  { return containerOptions }
+func (dockerProvider) Kind() string { return "docker" }
+func (dockerProvider) Options() []string {
+	return append(slices.Clone(containerOptions), "docker-host")
+}
 func (dockerProvider) EgressPath() string { return EgressSandbox }
 
 // Open makes a docker transport: the settings' image, else the host image with the host's
 // system directories read-only; the workspace at its own path unless mounts say otherwise.
 func (dockerProvider) Open(ctx context.Context, r *Request) (*Opened, error) {
 	cli, _ := r.docker.(*client.Client)
+	if host := r.Settings.Settings.KernelTransport.Docker.Host; cli != nil && host != "" && cli.DaemonHost() != host {
+		closeClient(r) // the engine tried when choosing the kind is not the one named
+		cli = nil
+	}
 	if cli == nil {
-		c, err := docker.Connect(ctx)
+		c, err := docker.ConnectTo(ctx, r.Settings.Settings.KernelTransport.Docker.Host)
 		if err != nil {
 			return nil, fmt.Errorf("--transport docker: %w (run `paddock doctor`)", err)
 		}
@@ -68,7 +78,10 @@ func openDocker(ctx context.Context, r *Request, cli *client.Client) (*Opened, e
 	if err != nil {
 		return nil, err
 	}
-	t := &docker.Transport{Client: cli, Image: kt.Docker.Image, Hardening: h, Stderr: r.Stderr}
+	if err := engineRuntime(ctx, cli, kt.Runtime); err != nil {
+		return nil, err
+	}
+	t := &docker.Transport{Client: cli, Image: kt.Docker.Image, Hardening: h, Runtime: kt.Runtime, Stderr: r.Stderr}
 	if t.Image == "" {
 		ref, err := images.Host(ctx, cli, "", nil)
 		if err != nil {
@@ -121,7 +134,8 @@ func (dockerProvider) Reap(ctx context.Context) (int, error) {
 // Check reports the engine, and so the transport a session takes by default.
 func (dockerProvider) Check(ctx context.Context) Check {
 	c := Check{Name: "docker"}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// Podman's service can take seconds to answer version on a loaded machine.
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	cli, err := docker.Connect(cctx)
 	if err != nil {
@@ -148,7 +162,28 @@ func (dockerProvider) Check(ctx context.Context) Check {
 	} else {
 		c.Detail += "; the host image " + images.HostRef + " is made at the first run"
 	}
+	c.Detail += "; " + engineName(v.Components)
+	if info, err := cli.Info(cctx); err == nil {
+		names := slices.Sorted(maps.Keys(info.Runtimes))
+		c.Detail += fmt.Sprintf("; runtimes (--runtime): %s (default %s)", strings.Join(names, ", "), info.DefaultRuntime)
+		if _, ok := info.Runtimes["runsc"]; !ok {
+			if _, err := exec.LookPath("runsc"); err == nil {
+				c.Detail += "; gVisor is installed but the engine has no runsc runtime"
+				c.Fix = registerHint("runsc")
+			}
+		}
+	}
 	return c
+}
+
+// engineName says which engine answers: Docker's or Podman's Docker-compatible service.
+func engineName(cs []types.ComponentVersion) string {
+	for _, c := range cs {
+		if strings.Contains(strings.ToLower(c.Name), "podman") {
+			return "Podman " + c.Version + " answers (its Docker-compatible service)"
+		}
+	}
+	return "the Docker engine answers"
 }
 
 type containerdProvider struct{}
@@ -184,7 +219,7 @@ func openContainerd(ctx context.Context, r *Request, c *cdclient.Client) (*Opene
 	if err != nil {
 		return nil, err
 	}
-	t := &containerd.Transport{Client: c, Hardening: h, Stderr: r.Stderr}
+	t := &containerd.Transport{Client: c, Hardening: h, Runtime: kt.Runtime, Stderr: r.Stderr}
 	if t.Image, err = containerdImage(ctx, c, kt.Docker.Image); err != nil {
 		return nil, err
 	}
@@ -279,11 +314,30 @@ func (containerdProvider) Check(context.Context) Check {
 		if strings.Contains(sock, "/docker/") {
 			c.Detail += " (the Docker engine's own, namespace moby)"
 		}
+		c.Detail += "; runtimes (--runtime): " + containerdRuntimes()
 		return c
 	}
 	c.Detail = "no socket answers (" + strings.Join(why, "; ") + ")"
 	c.Fix = "start containerd (systemctl start containerd), or set CONTAINERD_ADDRESS to its socket"
 	return c
+}
+
+// containerdRuntimes lists the runtimes a containerd sandbox can run under on this machine.
+func containerdRuntimes() string {
+	out := []string{"runc (default)"}
+	for _, name := range []string{"runsc", "crun", "youki"} {
+		rt, err := containerd.ChooseRuntime(name, "", exec.LookPath)
+		switch {
+		case err != nil:
+		case rt.Shim == containerd.RunscShim:
+			out = append(out, name+" (gVisor's shim)")
+		case rt.Wrapper != "":
+			out = append(out, name+" (gVisor, through the runc shim and a wrapper Paddock writes)")
+		default:
+			out = append(out, name+" ("+rt.Binary+", through the runc shim)")
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // recovered removes a session's containers and says what was found.
@@ -335,6 +389,30 @@ func hardening(t Transport, d config.Docker) (docker.Hardening, error) {
 		h.Memory = n
 	}
 	return h, nil
+}
+
+// engineRuntime checks the engine has the runtime named registered; "" is its default.
+func engineRuntime(ctx context.Context, cli *client.Client, name string) error {
+	if name == "" {
+		return nil
+	}
+	info, err := cli.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("--runtime %s: the engine's runtimes: %w", name, err)
+	}
+	if _, ok := info.Runtimes[name]; ok {
+		return nil
+	}
+	return &OptionError{Msg: fmt.Sprintf("--runtime %s: the engine at %s has no runtime of that name (it has %s); %s",
+		name, cli.DaemonHost(), strings.Join(slices.Sorted(maps.Keys(info.Runtimes)), ", "), registerHint(name))}
+}
+
+// registerHint says how to register a runtime with a Docker engine.
+func registerHint(name string) string {
+	if name == "runsc" {
+		return `register gVisor in /etc/docker/daemon.json as "runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--oci-seccomp", "--network=none"]}} and send dockerd SIGHUP (or use --transport containerd, which needs no registration)`
+	}
+	return fmt.Sprintf(`register it in /etc/docker/daemon.json under "runtimes": {%q: {"path": "/path/to/%s"}} and send dockerd SIGHUP`, name, name)
 }
 
 // engineArch is the engine's architecture as Go names it; the host's when it cannot say.

@@ -43,6 +43,8 @@ func (f *transportFlags) register(fs *pflag.FlagSet) {
 	fs.String("memory", "", "docker: the sandbox's memory limit, e.g. 2g; -1: none (default 2g)")
 	fs.Int64("pids-limit", 0, "docker: the sandbox's process limit; -1: none (default 1024)")
 	fs.String("user", "", "docker: the user the kernel runs as, uid[:gid] (default: the image's)")
+	fs.String("docker-host", "", "docker: the engine's API endpoint, e.g. unix:///run/podman/podman.sock for Podman (default: DOCKER_HOST, else the local Docker engine)")
+	fs.String("runtime", "", "docker, containerd: the OCI runtime the sandbox runs under, e.g. runsc for gVisor (default: the engine's, runc)")
 	fs.Bool("writable-root", false, "docker: leave the sandbox's root filesystem writable (default: read-only)")
 	fs.StringSliceVar(&f.t.CapAdd, "cap-add", nil, "docker: a capability the sandbox keeps (default: none; repeatable)")
 	fs.BoolVar(&f.t.NewPrivileges, "new-privileges", false, "docker: leave the engine's no-new-privileges flag off (the kernel sets no_new_privs on itself all the same)")

@@ -17,12 +17,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/defaults"
@@ -103,6 +105,12 @@ type Transport struct {
 	Hardening docker.Hardening
 	// Stderr receives the kernel's diagnostics; nil discards them.
 	Stderr io.Writer
+	// Runtime is the OCI runtime the containers run under (kernelTransport.runtime): ""
+	// or "runc" containerd's default, "runsc" gVisor, a containerd shim's name, or a
+	// runc-compatible program on the PATH (ChooseRuntime).
+	Runtime string
+	// WrapperDir is where a runtime's wrapper is written; "" is WrapperDir().
+	WrapperDir string
 	// Log receives the transport's diagnostics; nil discards them.
 	Log *slog.Logger
 	// NoReap skips the reaper at the first Start.
@@ -112,6 +120,8 @@ type Transport struct {
 	ready bool // guarded by mu: setup succeeded
 	facts Facts
 	img   client.Image
+	rt    Runtime
+	opts  any // the shim's options: the runc shim's binary, or nil
 }
 
 // Start creates the kernel's container and task with the kernel's standard streams as the
@@ -154,6 +164,9 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	if err != nil {
 		return nil, err
 	}
+	if t.rt.Name != "" {
+		p.labels[docker.LabelRuntime] = t.rt.Name
+	}
 
 	c, err := t.Client.NewContainer(ctx, p.id,
 		client.WithContainerLabels(p.labels),
@@ -161,7 +174,7 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 		client.WithSnapshotter(t.Snapshotter),
 		client.WithNewSnapshot(p.id, t.img, snapshots.WithLabels(p.labels)),
 		client.WithSpec(p.spec),
-		client.WithRuntime("io.containerd.runc.v2", nil),
+		client.WithRuntime(t.rt.Shim, t.opts),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("containerd: create the kernel's container: %w", err)
@@ -312,12 +325,40 @@ func (t *Transport) setup(ctx context.Context) error {
 		}
 	}
 	t.facts = MachineFacts()
+	if err := t.chooseRuntime(); err != nil {
+		return err
+	}
+	t.facts.GVisor = t.rt.GVisor
 	if !t.NoReap {
 		if n, err := Reap(ctx, t.Client); err != nil {
 			t.log().Warn("reaper", "err", err)
 		} else if n > 0 {
 			t.log().Info("reaper removed the containers of host processes that died", "count", n)
 		}
+	}
+	return nil
+}
+
+// chooseRuntime decides the containers' runtime and writes its wrapper when it needs one.
+func (t *Transport) chooseRuntime() error {
+	rt, err := ChooseRuntime(t.Runtime, t.Hardening.Network, exec.LookPath)
+	if err != nil {
+		return err
+	}
+	if rt.Wrapper != "" {
+		dir := t.WrapperDir
+		if dir == "" {
+			if dir, err = WrapperDir(); err != nil {
+				return fmt.Errorf("containerd: runtime %s: %w", rt.Name, err)
+			}
+		}
+		if rt.Binary, err = writeWrapper(dir, rt.Wrapper); err != nil {
+			return fmt.Errorf("containerd: runtime %s: its wrapper: %w", rt.Name, err)
+		}
+	}
+	t.rt, t.opts = rt, nil
+	if rt.Binary != "" {
+		t.opts = &options.Options{BinaryName: rt.Binary}
 	}
 	return nil
 }
@@ -365,7 +406,13 @@ func removeContainer(ctx context.Context, cli *client.Client, id string) error {
 		return err
 	}
 	if task, err := c.Task(ctx, nil); err == nil {
-		if _, err := task.Delete(ctx, client.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+		var opts []client.ProcessDeleteOpts
+		// A task that stopped is not killed first: gVisor refuses to kill a sandbox that
+		// has gone, and the delete with it.
+		if st, err := task.Status(ctx); err != nil || st.Status != client.Stopped {
+			opts = append(opts, client.WithProcessKill)
+		}
+		if _, err := task.Delete(ctx, opts...); err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("delete task: %w", err)
 		}
 	} else if !errdefs.IsNotFound(err) {

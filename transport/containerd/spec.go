@@ -3,6 +3,7 @@ package containerd
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 type Facts struct {
 	Cgroup2 bool // the unified hierarchy: the container gets its own cgroup namespace
 	Seccomp bool // the kernel filters system calls: the default profile is applied
+	GVisor  bool // the runtime is gVisor: the sandbox's kernel is its own
 }
 
 // The open-file limits of the kernel and what it starts: containerd's own default soft
@@ -71,6 +73,11 @@ func planContainer(spec transport.Spec, namespace string, extra []docker.Mount, 
 	id := docker.ContainerName(spec.Session, suffix)
 
 	mounts := systemMounts(f)
+	if f.GVisor {
+		// gVisor mounts its own cgroup file system there (runsc --cgroupfs): a cgroup mount
+		// without a controller named is one it refuses.
+		mounts = slices.DeleteFunc(mounts, func(m specs.Mount) bool { return m.Type == "cgroup" })
+	}
 	if !h.NoTmpfs {
 		size := h.TmpfsSize
 		if size <= 0 {

@@ -40,8 +40,16 @@ const Grace = 2 * time.Second
 // Connect returns a client of the engine named by the environment (DOCKER_HOST and the
 // rest, else the local socket), with its API version negotiated, after checking the engine
 // answers.
-func Connect(ctx context.Context) (*client.Client, error) {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+func Connect(ctx context.Context) (*client.Client, error) { return ConnectTo(ctx, "") }
+
+// ConnectTo is Connect to the engine at host (unix:///run/podman/podman.sock, say: Podman's
+// Docker-compatible service); "" is the environment's.
+func ConnectTo(ctx context.Context, host string) (*client.Client, error) {
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if host != "" {
+		opts = append(opts, client.WithHost(host))
+	}
+	cli, err := client.NewClientWithOpts(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("docker: %w", err)
 	}
@@ -68,6 +76,9 @@ type Transport struct {
 	Stderr io.Writer
 	// Log receives the transport's diagnostics; nil discards them.
 	Log *slog.Logger
+	// Runtime is the OCI runtime the containers run under, as the engine registered it
+	// (runsc, say: daemon.json's runtimes); "" is the engine's default.
+	Runtime string
 	// NoReap skips the reaper at the first Start.
 	NoReap bool
 
@@ -105,6 +116,10 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	p, err := planContainer(spec, t.Image, t.Mounts, h, selfLabels(), hex.EncodeToString(b[:]))
 	if err != nil {
 		return nil, err
+	}
+	if t.Runtime != "" {
+		p.host.Runtime = t.Runtime
+		p.config.Labels[LabelRuntime] = t.Runtime
 	}
 	t0 := time.Now()
 	created, err := t.Client.ContainerCreate(ctx, p.config, p.host, nil, nil, p.name)

@@ -69,6 +69,9 @@ const (
 	// LabelListen is the host directory a listening kernel's socket is in: while it is
 	// there, a new host may reattach, and the reaper spares the container.
 	LabelListen = "paddock.listen"
+	// LabelRuntime is the OCI runtime the container runs under, when one is named
+	// (kernelTransport.runtime: runsc, say).
+	LabelRuntime = "paddock.runtime"
 )
 
 // Mount is a host directory or file bound into the container.
