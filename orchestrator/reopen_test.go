@@ -17,6 +17,7 @@ import (
 
 	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/local"
 	"github.com/paddockhq/paddock/transport/wire"
 )
 
@@ -589,5 +590,60 @@ func TestListenOnce(t *testing.T) {
 	lt.mu.Unlock()
 	if q == nil || q.spec.Once {
 		t.Errorf("a daemon's kernel was started once: %+v", q)
+	}
+}
+
+// cannotListen is a transport whose kernels could listen but whose engine cannot bind the
+// directory (one that does not see this host's temporary directory): it refuses a start
+// with Listen.
+type cannotListen struct{ local.Transport }
+
+func (t *cannotListen) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	if spec.Listen != "" {
+		return nil, fmt.Errorf("bind %s: no such file or directory", spec.Listen)
+	}
+	return t.Transport.Start(ctx, spec)
+}
+
+func (t *cannotListen) Reattach(context.Context, transport.Spec) (transport.Kernel, error) {
+	return nil, transport.ErrGone
+}
+
+// Listening once is for speed only: a kernel that cannot listen serves its standard
+// streams, and the session works. A directory a killed host left is swept at the next
+// session's start; a live host's is not.
+func TestListenOnceFallsBackAndSweeps(t *testing.T) {
+	ctx := context.Background()
+	kbin, err := images.Default.Find(ctx, runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d-test", oncePrefix, dead.Process.Pid))
+	live := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d-test", oncePrefix, os.Getpid()))
+	for _, d := range []string{left, live} {
+		if err := os.MkdirAll(filepath.Join(d, "kernel"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+	}
+	ws := t.TempDir()
+	s, err := Open(ctx, Config{Workspace: ws, Transport: &cannotListen{local.Transport{Stderr: os.Stderr}}, Kernel: kbin,
+		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws, "LC_ALL=C"}, ListenOnce: true})
+	if err != nil {
+		t.Fatalf("a kernel that cannot listen: %v", err)
+	}
+	defer s.Close()
+	if res, err := s.Bash(ctx, "echo hi"); err != nil || !strings.Contains(res.String(), "\nhi\n") {
+		t.Fatalf("a step: %q %v", res.String(), err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("a dead host's directory is left: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live host's directory was swept: %v", err)
 	}
 }

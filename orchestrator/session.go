@@ -14,8 +14,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/paddockhq/paddock/errdefs"
@@ -290,7 +293,8 @@ func listenOnce(cfg *Config) (string, error) {
 	if _, ok := cfg.Transport.(transport.Reattacher); !ok {
 		return "", nil
 	}
-	dir, err := os.MkdirTemp("", "paddock-kernel-") // 0700
+	sweepOnce()
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", oncePrefix, os.Getpid())) // 0700
 	if err != nil {
 		return "", fmt.Errorf("session: %w", err)
 	}
@@ -298,6 +302,39 @@ func listenOnce(cfg *Config) (string, error) {
 	_, _ = rand.Read(key[:])
 	cfg.Listen, cfg.Key = filepath.Join(dir, "kernel"), hex.EncodeToString(key[:])
 	return dir, nil
+}
+
+// oncePrefix begins the name of a directory a kernel listens in for one host, followed by
+// the host's pid.
+const oncePrefix = "paddock-kernel-"
+
+// sweepOnce removes what hosts that died (killed before their close) left of the
+// directories their kernels listened in for them: those of this user whose pid no longer
+// runs. A pid reused since only keeps a directory longer.
+func sweepOnce() {
+	tmp := os.TempDir()
+	dirs, _ := os.ReadDir(tmp)
+	for _, d := range dirs {
+		rest, ok := strings.CutPrefix(d.Name(), oncePrefix)
+		if !ok || !d.IsDir() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		fi, err := d.Info()
+		if err != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
+			continue
+		}
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.RemoveAll(filepath.Join(tmp, d.Name()))
+		}
+	}
 }
 
 // removeOnce removes the directory the kernel listened in for this host only.
@@ -330,6 +367,14 @@ func (s *Session) start(ctx context.Context) (*conn, error) {
 		return nil, fmt.Errorf("session %s: %w", s.id, err)
 	}
 	k, err := s.cfg.Transport.Start(ctx, spec)
+	if err != nil && spec.Once && ctx.Err() == nil {
+		// Listening is for speed only: an engine that cannot bind the directory (one that
+		// does not see this host's temporary directory) or a kernel that cannot use it
+		// gets a kernel on its standard streams.
+		s.log.Warn("the kernel could not listen for this host: it serves its standard streams", "err", err)
+		spec.Listen, spec.Key, spec.Once = "", "", false
+		k, err = s.cfg.Transport.Start(ctx, spec)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("session %s: start kernel: %w", s.id, err)
 	}

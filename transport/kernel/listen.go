@@ -74,6 +74,10 @@ func Listen(ctx context.Context, l *net.UnixListener, key string, opts Options) 
 					c.Close()
 					return
 				}
+				if opts.Once {
+					// Its one host is here: nobody else connects, not even to try a key.
+					l.Close()
+				}
 				if s.relay != nil {
 					s.relay.abandon("the host reconnected; ask again")
 				}

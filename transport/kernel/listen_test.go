@@ -315,6 +315,11 @@ func TestListenOnceEndsWithItsHost(t *testing.T) {
 		bad.Close()
 	}
 	a := l.connect(t, key)
+	// Attached, it takes no other connection, not even one to try a key on.
+	if c, err := net.Dial("unix", l.sock); err == nil {
+		c.Close()
+		t.Error("a kernel listening once took a connection after its host's")
+	}
 	gate := t.TempDir()
 	pidFile := filepath.Join(gate, "pid")
 	a.request("x1", wire.TypeExec, shell(fmt.Sprintf("echo $$ > %s; while :; do sleep 0.05; done", pidFile)))
