@@ -67,9 +67,34 @@ type KernelTransport struct {
 	// another the engine knows. Trusted, as every kernelTransport key.
 	Runtime string `mapstructure:"runtime" json:"runtime"`
 
-	Docker  Docker  `mapstructure:"docker" json:"docker"`
-	Wrapped Wrapped `mapstructure:"wrapped" json:"wrapped"`
-	SSH     SSHHost `mapstructure:"ssh" json:"ssh"`
+	Docker     Docker     `mapstructure:"docker" json:"docker"`
+	Wrapped    Wrapped    `mapstructure:"wrapped" json:"wrapped"`
+	SSH        SSHHost    `mapstructure:"ssh" json:"ssh"`
+	Kubernetes Kubernetes `mapstructure:"kubernetes" json:"kubernetes"`
+}
+
+// Kubernetes configures pod sandboxes (kind kubernetes). The confinement is the docker
+// settings' (memory, user, writableRoot) where a pod applies it.
+type Kubernetes struct {
+	Kubeconfig  string `mapstructure:"kubeconfig" json:"kubeconfig"`   // "": KUBECONFIG, ~/.kube/config, else in-cluster
+	Context     string `mapstructure:"context" json:"context"`         // "": the kubeconfig's current context
+	Namespace   string `mapstructure:"namespace" json:"namespace"`     // "": the context's, else default
+	Image       string `mapstructure:"image" json:"image"`             // "": kernelTransport.docker.image
+	KernelImage string `mapstructure:"kernelImage" json:"kernelImage"` // "": the kernel is streamed in
+	PullPolicy  string `mapstructure:"pullPolicy" json:"pullPolicy"`   // Always, IfNotPresent, Never
+	// RuntimeClassName runs the pods under a runtime class (gvisor, kata).
+	RuntimeClassName string            `mapstructure:"runtimeClassName" json:"runtimeClassName"`
+	NodeSelector     map[string]string `mapstructure:"nodeSelector" json:"nodeSelector"`
+	// Resources are the container's requests and limits (cpu, memory, ephemeral-storage).
+	Resources struct {
+		Requests map[string]string `mapstructure:"requests" json:"requests"`
+		Limits   map[string]string `mapstructure:"limits" json:"limits"`
+	} `mapstructure:"resources" json:"resources"`
+	// Claims name the PersistentVolumeClaim holding a pathMap entry's host directory, by
+	// that directory; an entry no claim names is a hostPath volume.
+	Claims map[string]string `mapstructure:"claims" json:"claims"`
+	// Sync copies the workspace into the pod and hands it back at the end (as ssh's sync).
+	Sync bool `mapstructure:"sync" json:"sync"`
 }
 
 // Docker configures container sandboxes (Docker and containerd).

@@ -23,7 +23,7 @@ import (
 // Every kind of transport has its provider, and a provider's kind is the name it is found
 // by.
 func TestProvidersRegistered(t *testing.T) {
-	want := []string{"containerd", "docker", "local", "ssh", "wrapped"}
+	want := []string{"containerd", "docker", "kubernetes", "local", "ssh", "wrapped"}
 	if got := Kinds(); !slices.Equal(got, want) {
 		t.Fatalf("kinds %v, want %v", got, want)
 	}
@@ -96,8 +96,8 @@ func TestPrepareRefuses(t *testing.T) {
 		given []string
 		want  string
 	}{
-		{"unknown kind", map[string]any{"kernelTransport.kind": "vm"}, nil, `unknown transport "vm" (containerd, docker, local, ssh, wrapped)`},
-		{"memory on local", map[string]any{"kernelTransport.kind": "local"}, []string{"memory"}, "the local transport does not apply --memory (containerd, docker only)"},
+		{"unknown kind", map[string]any{"kernelTransport.kind": "vm"}, nil, `unknown transport "vm" (containerd, docker, kubernetes, local, ssh, wrapped)`},
+		{"memory on local", map[string]any{"kernelTransport.kind": "local"}, []string{"memory"}, "the local transport does not apply --memory (containerd, docker, kubernetes only)"},
 		{"wrapped without a wrapper", map[string]any{"kernelTransport.kind": "wrapped"}, nil, "needs the wrapper command"},
 		{"ssh without a box", map[string]any{"kernelTransport.kind": "ssh"}, nil, "needs the box"},
 		{"bad auto set", map[string]any{"kernelTransport.kind": "local", "shell.autoEffects": "read,teleport"}, nil, "shell.autoEffects"},
