@@ -362,7 +362,8 @@ func kernelHash(p string) (string, error) {
 
 // streamKernel puts the kernel binary into the pod's kernel directory through an exec
 // channel, unless the pod already holds this kernel (its hash is recorded beside it): the
-// image needs /bin/sh, cat, chmod and mv. The directory is then made read-only.
+// image needs /bin/sh, cat, chmod and mv. The kernel is read-only, and so is the directory
+// where the pod's user may make it so (an emptyDir is the node's, mode 0777).
 func (t *Transport) streamKernel(ctx context.Context, pod, kernel string) error {
 	if kernel == "" {
 		return errors.New("kubernetes: no kernel binary named")
@@ -377,7 +378,7 @@ func (t *Transport) streamKernel(ctx context.Context, pod, kernel string) error 
 	}
 	defer f.Close()
 	script := fmt.Sprintf(`d=%s; [ "$(cat $d/.sha256 2>/dev/null)" = %s ] && exit 0
-cat > $d/.new && chmod 0555 $d/.new && mv $d/.new %s && echo %s > $d/.sha256 && chmod 0555 $d`, KernelDir, sum, KernelPath, sum)
+cat > $d/.new && chmod 0555 $d/.new && mv $d/.new %s && echo %s > $d/.sha256 && { chmod 0555 $d 2>/dev/null; true; }`, KernelDir, sum, KernelPath, sum)
 	var stderr bytes.Buffer
 	ex, err := t.executor(pod, []string{"/bin/sh", "-c", script}, true)
 	if err != nil {

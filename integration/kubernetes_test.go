@@ -1,0 +1,489 @@
+//go:build k8s
+
+// The kubernetes transport on the project's one-node cluster: a preview suite, not yet
+// part of .ci/run. Run it with `integration/k8s/up DIR`, the variables it writes to DIR/env
+// (set -a; . DIR/env), and `go test -tags k8s ./integration -run Kubernetes`; then
+// `integration/k8s/down DIR`.
+
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	k8s "k8s.io/client-go/kubernetes"
+
+	"github.com/paddockhq/paddock/internal/peer"
+	"github.com/paddockhq/paddock/orchestrator"
+	"github.com/paddockhq/paddock/transport/docker"
+	"github.com/paddockhq/paddock/transport/environ"
+	"github.com/paddockhq/paddock/transport/kubernetes"
+	"github.com/paddockhq/paddock/transport/pathmap"
+)
+
+// cluster is the test cluster integration/k8s/up started (PADDOCK_KUBECONFIG and the rest,
+// as .ci/run exports them).
+type cluster struct {
+	Config    *rest.Config
+	Client    k8s.Interface
+	Namespace string
+	Image     string
+	Kubectl   string
+	State     string // up's state directory
+}
+
+// k8sCluster returns the test cluster, or marks it missing.
+func k8sCluster(t testing.TB) cluster {
+	t.Helper()
+	kc := os.Getenv("PADDOCK_KUBECONFIG")
+	if kc == "" {
+		needPeer(t, "no cluster: PADDOCK_KUBECONFIG is not set (integration/k8s/up STATE starts one; .ci/run does)")
+	}
+	cfg, cli, ns, err := kubernetes.Connect(kc, "")
+	if err != nil {
+		needPeer(t, "the cluster's kubeconfig %s: %v", kc, err)
+	}
+	if n := os.Getenv("PADDOCK_K8S_NAMESPACE"); n != "" {
+		ns = n
+	}
+	if _, err := cli.Discovery().ServerVersion(); err != nil {
+		needPeer(t, "the cluster of %s does not answer: %v", kc, err)
+	}
+	img := os.Getenv("PADDOCK_K8S_IMAGE")
+	if img == "" {
+		needPeer(t, "PADDOCK_K8S_IMAGE names no sandbox image in the cluster")
+	}
+	return cluster{Config: cfg, Client: cli, Namespace: ns, Image: img, Kubectl: os.Getenv("PADDOCK_K8S_KUBECTL"), State: os.Getenv("PADDOCK_K8S_STATE")}
+}
+
+// transport is a kubernetes transport of the cluster's sandbox image, hardened by h.
+func (c cluster) transport(t testing.TB, h docker.Hardening) *kubernetes.Transport {
+	return &kubernetes.Transport{Config: c.Config, Client: c.Client, Stderr: testWriter{t}, Settings: kubernetes.Settings{
+		Namespace: c.Namespace, Image: c.Image, PullPolicy: "Never", Hardening: h}}
+}
+
+// k8sWorkspace is a workspace the sandbox image's user (65534) owns, as a user's own
+// workspace is theirs: the pod runs as its owner.
+func k8sWorkspace(t testing.TB) string {
+	t.Helper()
+	ws := t.TempDir()
+	if err := os.Chown(ws, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The test's own temporary directory above must let that user through.
+	if err := os.Chmod(filepath.Dir(ws), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+// k8sEnv is a conformance environment on the cluster: a fresh pod per session, the
+// workspace a hostPath volume at /work.
+func k8sEnv(t *testing.T, c cluster, kernel string, h docker.Hardening) Env {
+	ws := t.TempDir() // the process's own: the kernel runs as its user (h.User)
+	if h.User == "" {
+		ws = k8sWorkspace(t) // the image's user's: the pod runs as its owner
+	}
+	pm, err := pathmap.New(pathmap.Mount{Sandbox: "/work", Host: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Env{
+		Transport:       c.transport(t, h),
+		Kernel:          kernel,
+		KernelInSandbox: kubernetes.KernelPath,
+		Workspace:       ws,
+		PathMap:         pm,
+		Environ: func(host, names []string) []string {
+			env, _ := environ.Sandbox(host, names, sandboxEnv, pm)
+			return env
+		},
+		Leftovers: func(ctx context.Context, session string, _ []int) []string {
+			names, err := kubernetes.SessionPods(ctx, c.Client, c.Namespace, session)
+			if err != nil {
+				return []string{err.Error()}
+			}
+			return names
+		},
+	}
+}
+
+// The conformance suite on the kubernetes transport: a fresh hardened pod of the sandbox
+// image per session, the kernel streamed in through an exec channel, the workspace a
+// hostPath volume at /work.
+func TestConformanceKubernetes(t *testing.T) {
+	c := k8sCluster(t)
+	kernel := kernelBinary(t)
+	// The suite's host side makes files in the workspace as this process's user (root):
+	// the kernel runs as that user too, as the docker suite's does, every capability dropped.
+	RunConformance(t, func(t *testing.T) Env { return k8sEnv(t, c, kernel, docker.Hardening{User: "0:0"}) })
+}
+
+// openK8s opens a session in a pod confined by h, its workspace at /work.
+func openK8s(t *testing.T, ctx context.Context, c cluster, h docker.Hardening, names []string) (*orchestrator.Session, Env) {
+	t.Helper()
+	e := k8sEnv(t, c, kernelBinary(t), h)
+	return open(t, ctx, e, nil, nil, names), e
+}
+
+// A default pod is confined: no capability, no new privileges, a system-call filter, a root
+// filesystem it cannot write (and a /tmp it can), no service account token, no service
+// variables, no host namespace, no host process, no credential, a memory limit.
+func TestSecurityKubernetes(t *testing.T) {
+	c := k8sCluster(t)
+	ctx := testContext(t)
+	secret := randomName("sekrit-")
+	t.Setenv("GITHUB_TOKEN", secret)
+	t.Setenv("PADDOCK_PLAIN", "plain")
+	s, _ := openK8s(t, ctx, c, docker.Hardening{}, []string{"GITHUB_TOKEN", "PADDOCK_PLAIN"})
+
+	t.Run("NoCapabilities", func(t *testing.T) {
+		for _, f := range []string{"CapEff", "CapPrm", "CapInh", "CapBnd", "CapAmb"} {
+			if v := statusField(t, ctx, s, f); strings.Trim(v, "0") != "" {
+				t.Errorf("%s is %s, want none", f, v)
+			}
+		}
+	})
+	t.Run("NoNewPrivileges", func(t *testing.T) {
+		if v := statusField(t, ctx, s, "NoNewPrivs"); v != "1" {
+			t.Errorf("NoNewPrivs is %s", v)
+		}
+	})
+	t.Run("SystemCallFilter", func(t *testing.T) {
+		if v := statusField(t, ctx, s, "Seccomp"); v != "2" {
+			t.Errorf("Seccomp is %s, want 2 (filtered)", v)
+		}
+	})
+	t.Run("NonRoot", func(t *testing.T) {
+		if out := stdout(bash(t, ctx, s, `id -u`)); strings.TrimSpace(out) == "0" {
+			t.Errorf("the kernel runs as root")
+		}
+	})
+	t.Run("ReadOnlyRoot", func(t *testing.T) {
+		for _, p := range []string{"/paddock-root-write", "/etc/paddock-write", "/bin/paddock-write", "/.paddock/x", kubernetes.KernelPath} {
+			if res := bash(t, ctx, s, `sh -c 'echo x > `+p+`'`); res.End.Status == 0 {
+				t.Errorf("wrote %s", p)
+			}
+		}
+		if res := bash(t, ctx, s, `sh -c 'echo x > /tmp/ok && cat /tmp/ok'`); stdout(res) != "x\n" {
+			t.Errorf("/tmp is not writable: %s", res)
+		}
+	})
+	t.Run("NoServiceAccountToken", func(t *testing.T) {
+		res := bash(t, ctx, s, `sh -c 'ls /var/run/secrets /run/secrets 2>&1; env'`)
+		out := stdout(res)
+		if strings.Contains(out, "kubernetes.io") || strings.Contains(out, "token") {
+			t.Errorf("a service account token is mounted:\n%s", out)
+		}
+		if strings.Contains(out, "KUBERNETES_SERVICE") || strings.Contains(out, "_PORT=tcp://") {
+			t.Errorf("the cluster's service variables reached the sandbox:\n%s", out)
+		}
+	})
+	t.Run("NoHostNamespaces", func(t *testing.T) {
+		h, err := s.Ping(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ns := range []string{"net", "pid", "ipc", "uts", "mnt"} {
+			host, err := os.Readlink("/proc/self/ns/" + ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.TrimSpace(stdout(bash(t, ctx, s, fmt.Sprintf(`readlink /proc/%d/ns/%s`, h.PID, ns))))
+			if got == "" || got == host {
+				t.Errorf("the kernel's %s namespace is %q, the host's %q", ns, got, host)
+			}
+		}
+		out := stdout(bash(t, ctx, s, `sh -c 'for p in /proc/[0-9]*; do tr "\0" " " < $p/cmdline; echo; done'`))
+		if strings.Contains(out, os.Args[0]) || strings.Contains(out, "kubelet") || strings.Contains(out, "containerd") {
+			t.Errorf("host processes are seen:\n%s", out)
+		}
+	})
+	t.Run("NoCredentials", func(t *testing.T) {
+		out := stdout(bash(t, ctx, s, `sh -c 'env; tr "\0" "\n" < /proc/1/environ'`))
+		if strings.Contains(out, secret) || strings.Contains(out, "GITHUB_TOKEN") {
+			t.Errorf("a credential reached the sandbox:\n%s", out)
+		}
+		if !strings.Contains(out, "PADDOCK_PLAIN=plain") {
+			t.Errorf("a named plain variable did not pass:\n%s", out)
+		}
+	})
+	t.Run("MemoryLimit", func(t *testing.T) {
+		res := bash(t, ctx, s, `sh -c 'cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null; true'`)
+		if got := strings.TrimSpace(stdout(res)); got != strconv.Itoa(docker.DefaultMemory) {
+			t.Errorf("memory limit %q, want %d", got, docker.DefaultMemory)
+		}
+	})
+}
+
+// Each default gives way when asked: a capability kept, a writable root.
+func TestSecurityKubernetesSettings(t *testing.T) {
+	c := k8sCluster(t)
+	ctx := testContext(t)
+	s, _ := openK8s(t, ctx, c, docker.Hardening{CapAdd: []string{"chown"}, WritableRoot: true, Memory: 256 << 20}, nil)
+	if v := statusField(t, ctx, s, "CapBnd"); v != "0000000000000001" {
+		t.Errorf("asked for CAP_CHOWN, CapBnd is %s", v)
+	}
+	res := bash(t, ctx, s, `sh -c 'cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null; true'`)
+	if got := strings.TrimSpace(stdout(res)); got != strconv.Itoa(256<<20) {
+		t.Errorf("memory limit %q, want %d", got, 256<<20)
+	}
+}
+
+// k8sScripts are scripts within the kernel's grammar that run the same in the pod (busybox's
+// programs) as under bash on the host.
+var k8sScripts = []string{
+	`echo hello; echo world`,
+	`x=3; echo $((x * 7)); echo "${x}s"`,
+	`for i in 1 2 3; do printf '%s-' "$i"; done; echo`,
+	`f() { echo "in f: $1"; return 3; }; f arg; echo "status $?"`,
+	`printf 'b\na\nc\n' | sort | head -n 2`,
+	`echo one > o.txt; echo two >> o.txt; cat o.txt; wc -l < o.txt`,
+	`ls missing-file 2>/dev/null || echo "absent"`,
+	`a=(x y z); echo ${#a[@]} ${a[1]}`,
+	`case abc in a*) echo starts-a;; *) echo other;; esac`,
+	`echo $(echo nested $(echo deep))`,
+	`false; echo $?; true && echo and || echo or`,
+	`s="a b  c"; for w in $s; do echo "[$w]"; done`,
+	`mkdir -p d/e && cd d/e && basename "$PWD"`,
+	`exit 5`,
+}
+
+// The differential test: each script gives the same output and status from the kernel in a
+// pod as from bash on the host.
+func TestDifferentialKubernetes(t *testing.T) {
+	c := k8sCluster(t)
+	bashBin := peer.Program(t, "bash", "bash")
+	ctx := testContext(t)
+	s, e := openK8s(t, ctx, c, docker.Hardening{}, nil)
+	for i, src := range k8sScripts {
+		dir := filepath.Join(e.Workspace, "d"+strconv.Itoa(i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(ctx, bashBin, "-c", src)
+		cmd.Dir = t.TempDir()
+		want, err := cmd.Output()
+		wantStatus := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			wantStatus = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		res := bash(t, ctx, s, "cd d"+strconv.Itoa(i)+"; "+src)
+		if got := stdout(res); got != string(want) || res.End.Status != wantStatus {
+			t.Errorf("%s:\n pod  %q status %d\n bash %q status %d", src, got, res.End.Status, want, wantStatus)
+		}
+	}
+}
+
+// sessionPods returns the names of the pods this process made.
+func sessionPods(t testing.TB, ctx context.Context, c cluster) []string {
+	t.Helper()
+	list, err := c.Client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: kubernetes.LabelManaged + "=1," + docker.LabelPID + "=" + strconv.Itoa(os.Getpid())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range list.Items {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// settled waits until the goroutines of this process are back to at most n (the exec
+// streams' and watches' have ended), failing after a while.
+func settled(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for runtime.NumGoroutine() > n {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines left, %d before:\n%s", runtime.NumGoroutine(), n, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// noPods waits until no pod of this process is left, failing after a while.
+func noPods(t *testing.T, ctx context.Context, c cluster) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left := sessionPods(t, ctx, c)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pods left: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// midStep runs a long step in a session of its own and, once the step runs, does gone to
+// its pod; the step must end with the typed error of a pod that went away, and nothing of
+// the session is left, pod or goroutine.
+func midStep(t *testing.T, gone func(ctx context.Context, c cluster, pod string) error) {
+	c := k8sCluster(t)
+	noPods(t, context.Background(), c)
+	before := runtime.NumGoroutine()
+	ctx := testContext(t)
+	e := k8sEnv(t, c, kernelBinary(t), docker.Hardening{})
+	s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: e.Workspace, Transport: e.Transport, Kernel: e.Kernel,
+		Env: e.Environ(os.Environ(), nil), PathMap: e.PathMap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := sessionPods(t, ctx, c)
+	if len(pods) != 1 {
+		t.Fatalf("pods of the session: %v", pods)
+	}
+	var once sync.Once
+	_, err = s.Run(ctx, orchestrator.Call{
+		Script: `echo started; sleep 1000`,
+		Live: func(_, fd int, data []byte) {
+			if strings.Contains(string(data), "started") {
+				once.Do(func() {
+					if err := gone(ctx, c, pods[0]); err != nil {
+						t.Errorf("the pod was not taken away: %v", err)
+					}
+				})
+			}
+		},
+	})
+	// The session reports the kernel's end with the transport's error in its text.
+	if !errors.Is(err, orchestrator.ErrKernelGone) || !strings.Contains(err.Error(), "the session's pod "+pods[0]+" is gone") {
+		t.Errorf("the step ended with %v (%T), want the kernel gone with its pod", err, err)
+	}
+	s.Close()
+	noPods(t, ctx, c)
+	settled(t, before+2)
+}
+
+// A pod deleted while a step runs: the step ends with the typed error, nothing is left.
+func TestKubernetesPodDeletedMidStep(t *testing.T) {
+	midStep(t, func(ctx context.Context, c cluster, pod string) error {
+		return c.Client.CoreV1().Pods(c.Namespace).Delete(ctx, pod, metav1.DeleteOptions{})
+	})
+}
+
+// A pod evicted (the Eviction API, as a drain or the node's pressure takes pods away) while
+// a step runs: the same.
+func TestKubernetesPodEvictedMidStep(t *testing.T) {
+	midStep(t, func(ctx context.Context, c cluster, pod string) error {
+		return c.Client.PolicyV1().Evictions(c.Namespace).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: c.Namespace}})
+	})
+}
+
+// The API server restarted while a session is open: the session's exec stream goes with it,
+// so the session ends with an error (not a hang), and once the API server is back its pod
+// is deleted; nothing is left.
+func TestKubernetesAPIServerRestart(t *testing.T) {
+	c := k8sCluster(t)
+	if c.State == "" {
+		needPeer(t, "PADDOCK_K8S_STATE does not name the test cluster's state (its API server cannot be restarted)")
+	}
+	noPods(t, context.Background(), c)
+	before := runtime.NumGoroutine()
+	ctx := testContext(t)
+	e := k8sEnv(t, c, kernelBinary(t), docker.Hardening{})
+	s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: e.Workspace, Transport: e.Transport, Kernel: e.Kernel,
+		Env: e.Environ(os.Environ(), nil), PathMap: e.PathMap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := bash(t, ctx, s, `echo before`); stdout(res) != "before\n" {
+		t.Fatalf("a step before the restart: %s", res)
+	}
+	restartAPIServer(t, c)
+	res, err := s.Bash(ctx, `echo after`)
+	if err == nil && stdout(res) != "after\n" {
+		t.Errorf("a step after the restart neither failed nor ran: %s", res)
+	}
+	t.Logf("a step after the API server's restart: %v", err)
+	s.Close()
+	noPods(t, ctx, c)
+	settled(t, before+2)
+}
+
+// restartAPIServer stops the test cluster's API server and starts it again with the same
+// command line, and waits until it is ready.
+func restartAPIServer(t *testing.T, c cluster) {
+	t.Helper()
+	pidFile := filepath.Join(c.State, "kube-apiserver.pid")
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	// It was started by its name on PATH: start it again by its binary.
+	if argv[0], err = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for syscall.Kill(pid, 0) == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	log, err := os.OpenFile(filepath.Join(c.State, "logs", "kube-apiserver.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The cluster's teardown stops it by this file.
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the API server is not ready again: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
