@@ -255,7 +255,22 @@ func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Op
 		h.Base = base
 	}
 	m := &manifest{header: h, records: make([]record, len(entries))}
-	c := &cloner{parent: parent, base: base, m: m, copyFacts: make([][]facts, len(dirs))}
+	c := &cloner{parent: parent, base: base, m: m, copyFacts: make([][]facts, len(dirs)), dirs: make(map[string]dirID)}
+	defer func() {
+		for _, fd := range c.fds {
+			unix.Close(fd)
+		}
+	}()
+	pfd, err := unix.Open(parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &pathError{op: "open", path: parent, err: err}
+	}
+	c.fds = append(c.fds, pfd)
+	var rootSt unix.Stat_t
+	if err := unix.Fstat(pfd, &rootSt); err != nil {
+		return nil, &pathError{op: "fstat", path: parent, err: err}
+	}
+	c.dirs["."] = dirIDOf(&rootSt)
 	for i, d := range dirs {
 		c.copies = append(c.copies, filepath.Join(d, CopyDir))
 		c.copyFacts[i] = make([]facts, len(entries))
@@ -265,21 +280,28 @@ func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Op
 		if err := os.Mkdir(root, 0o700); err != nil {
 			return nil, err
 		}
+		fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, &pathError{op: "open", path: root, err: err}
+		}
+		c.fds = append(c.fds, fd)
 	}
-	// Directories first, writable by us until the files are in.
+	// Directories first, writable by us until the files are in; each parent directory's
+	// identity is recorded, to be checked wherever it is opened again.
 	for i, e := range entries {
 		m.records[i] = record{Path: e.Path, Kind: e.Kind}
 		if e.Kind != Dir {
 			continue
 		}
-		f, k, err := lstatFacts(c.src(e.Path))
-		if err != nil {
+		fd, st, err := openDir(c.fds[0], e.Path, nil)
+		if errors.Is(err, errChanged) {
+			return nil, fmt.Errorf("clone %s: %s changed while listing", parent, e.Path)
+		} else if err != nil {
 			return nil, err
 		}
-		if k != Dir {
-			return nil, fmt.Errorf("clone %s: %s changed while listing", parent, e.Path)
-		}
-		m.records[i].Parent.Mode = f.Mode
+		unix.Close(fd)
+		c.dirs[e.Path] = dirIDOf(st)
+		m.records[i].Parent.Mode = uint32(st.Mode)
 		for _, root := range roots {
 			if err := os.Mkdir(filepath.Join(root, filepath.FromSlash(e.Path)), 0o700); err != nil {
 				return nil, err
@@ -320,23 +342,25 @@ func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Op
 		return nil, err
 	}
 	// Directory modes and times, deepest first, then the roots.
-	rootFacts, _, err := lstatFacts(parent)
-	if err != nil {
-		return nil, err
+	if err := unix.Fstat(pfd, &rootSt); err != nil {
+		return nil, &pathError{op: "fstat", path: parent, err: err}
 	}
 	for i := len(m.records) - 1; i >= -1; i-- {
-		rel, fa := "", rootFacts
+		rel, fa := "", factsOf(&rootSt)
 		if i >= 0 {
 			if m.records[i].Kind != Dir {
 				continue
 			}
 			rel = m.records[i].Path
-			var k Kind
-			if fa, k, err = lstatFacts(c.src(rel)); err != nil {
-				return nil, err
-			} else if k != Dir {
+			id := c.dirs[rel]
+			fd, st, err := openDir(c.fds[0], rel, &id)
+			if errors.Is(err, errChanged) {
 				return nil, fmt.Errorf("clone %s: %s changed while cloning", parent, rel)
+			} else if err != nil {
+				return nil, err
 			}
+			unix.Close(fd)
+			fa = factsOf(st)
 		}
 		for j, root := range roots {
 			name := filepath.Join(root, filepath.FromSlash(rel))
@@ -476,8 +500,10 @@ type cloner struct {
 	parent, base   string
 	copies         []string
 	m              *manifest
-	copyFacts      [][]facts   // by copy, by record: the copy's facts as made
-	noReflink      atomic.Bool // set once the filesystem refused a clone
+	copyFacts      [][]facts        // by copy, by record: the copy's facts as made
+	fds            []int            // the roots open: parent's, base's, then each copy's
+	dirs           map[string]dirID // the parent's directories as listed, "." its root
+	noReflink      atomic.Bool      // set once the filesystem refused a clone
 	cloned, copied atomic.Int64
 	copiedBytes    atomic.Int64
 }
@@ -486,7 +512,8 @@ func (c *cloner) src(rel string) string { return filepath.Join(c.parent, filepat
 
 // chunk clones the files and symlinks of chunk ci, a run of entries in one directory (and
 // its subdirectories' entries, left to their own chunks). The directory is opened once in
-// the parent and in each tree, each entry then opened beneath it. Its clock is read once,
+// the parent (beneath its root, and only if it is still the directory listed) and in each
+// tree, each entry then opened beneath it. Its clock is read once,
 // before any entry is: an entry whose ctime is not older is racy (a later reading, as each
 // entry's own would be, marks no more).
 func (c *cloner) chunk(entries []Entry, chunks []int, ci int) error {
@@ -498,11 +525,18 @@ func (c *cloner) chunk(entries []Entry, chunks []int, ci int) error {
 			unix.Close(fd)
 		}
 	}()
-	for _, root := range append([]string{c.parent}, roots...) {
-		name := filepath.Join(root, filepath.FromSlash(dir))
-		fd, err := unix.Open(name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	id, ok := c.dirs[dir]
+	if !ok {
+		return fmt.Errorf("clone %s: %s was not listed as a directory", c.parent, dir)
+	}
+	for i := range c.fds {
+		want := &id
+		if i > 0 {
+			want = nil // the trees are the clone's own
+		}
+		fd, _, err := openDir(c.fds[i], dir, want)
 		if err != nil {
-			return &pathError{op: "open", path: name, err: err}
+			return fmt.Errorf("clone %s: %w", c.parent, err)
 		}
 		fds = append(fds, fd)
 	}
@@ -517,7 +551,7 @@ func (c *cloner) chunk(entries []Entry, chunks []int, ci int) error {
 		case File:
 			err = c.file(i, fds, roots, now)
 		case Symlink:
-			err = c.symlink(i, roots, now)
+			err = c.symlink(i, fds, roots, now)
 		}
 		if err != nil {
 			return fmt.Errorf("clone %s: %w", r.Path, err)
@@ -642,41 +676,62 @@ func (c *cloner) cloneFile(fd, dirfd int, name, src, dst string, fa facts, atime
 }
 
 // symlink makes the symlink of record ri in every tree of roots, with its times in the
-// copies; now is as for file.
-func (c *cloner) symlink(ri int, roots []string, now int64) error {
+// copies; fds and now are as for file.
+func (c *cloner) symlink(ri int, fds []int, roots []string, now int64) error {
 	r := &c.m.records[ri]
+	name := path.Base(r.Path)
 	src := c.src(r.Path)
-	f, k, err := lstatFacts(src)
-	if err != nil {
-		return err
+	var st unix.Stat_t
+	if err := unix.Fstatat(fds[0], name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &pathError{op: "lstat", path: src, err: err}
 	}
-	if k != Symlink {
+	f := factsOf(&st)
+	if kindOfMode(f.Mode) != Symlink {
 		return fmt.Errorf("%s is no longer a symlink", src)
 	}
 	r.Parent = f
 	r.Racy = f.Ctime >= now
-	target, err := os.Readlink(src)
+	target, err := readlinkat(fds[0], name, f.Size)
 	if err != nil {
-		return err
+		return &pathError{op: "readlink", path: src, err: err}
 	}
+	ts := []unix.Timespec{unix.NsecToTimespec(f.Mtime), unix.NsecToTimespec(f.Mtime)}
 	for i, root := range roots {
 		dst := filepath.Join(root, filepath.FromSlash(r.Path))
-		if err := os.Symlink(target, dst); err != nil {
-			return err
+		if err := unix.Symlinkat(target, fds[1+i], name); err != nil {
+			return &pathError{op: "symlink", path: dst, err: err}
 		}
 		if i == 0 {
 			continue // the base keeps no times (see file)
 		}
-		if err := setTimes(dst, f.Mtime, true); err != nil {
-			return err
+		if err := unix.UtimesNanoAt(fds[1+i], name, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &pathError{op: "utimes", path: dst, err: err}
 		}
-		if i > 0 {
-			if c.copyFacts[i-1][ri], _, err = lstatFacts(dst); err != nil {
-				return err
-			}
+		if err := unix.Fstatat(fds[1+i], name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &pathError{op: "lstat", path: dst, err: err}
 		}
+		c.copyFacts[i-1][ri] = factsOf(&st)
 	}
 	return nil
+}
+
+// readlinkat reads the target of the symlink name in the directory dirfd; size is its
+// length as stat said, a first guess at the buffer it needs.
+func readlinkat(dirfd int, name string, size int64) (string, error) {
+	buf := make([]byte, max(size+1, 128))
+	for {
+		n, err := unix.Readlinkat(dirfd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < len(buf) {
+			return string(buf[:n]), nil
+		}
+		if len(buf) >= unix.PathMax {
+			return "", unix.ENAMETOOLONG
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 func chmod(name string, perm uint32) error {

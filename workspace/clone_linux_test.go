@@ -117,3 +117,73 @@ func TestCloneWarnsOnExt4(t *testing.T) {
 	}
 	checkClone(t, parent, dir)
 }
+
+// secretIn reports a file under root whose content is secret.
+func secretIn(t *testing.T, root, secret string) string {
+	t.Helper()
+	found := ""
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, _ := os.ReadFile(p); string(b) == secret {
+				found = p
+			}
+		}
+		return nil
+	})
+	return found
+}
+
+// A program that writes the parent can swap one of its directories for a symlink to a
+// directory outside it (RENAME_EXCHANGE, over and over) while the parent is cloned: no
+// clone may copy a file from outside the parent.
+func TestCloneNeverLeavesParent(t *testing.T) {
+	root := t.TempDir()
+	parent, outside := filepath.Join(root, "parent"), filepath.Join(root, "outside")
+	const secret = "outside the parent"
+	var specs []string
+	for i := range 16 {
+		specs = append(specs, fmt.Sprintf("a/s%d/target=inside", i))
+	}
+	writeTree(t, parent, spec(specs...))
+	for i := range 16 {
+		writeTree(t, filepath.Join(outside, fmt.Sprintf("s%d", i)), spec("target="+secret))
+	}
+	if err := os.Symlink(outside, filepath.Join(parent, "alink")); err != nil {
+		t.Fatal(err)
+	}
+	a, alink := filepath.Join(parent, "a"), filepath.Join(parent, "alink")
+	stop := make(chan struct{})
+	swapped := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { swapped <- err }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err = exchange(a, alink); err != nil {
+				return
+			}
+		}
+	}()
+	ok := 0
+	for i := range 60 {
+		dir := filepath.Join(root, fmt.Sprintf("ws%d", i))
+		_, err := Clone(context.Background(), parent, dir, Options{NoSnapshot: true})
+		if p := secretIn(t, dir, secret); p != "" {
+			close(stop)
+			t.Fatalf("clone %d (error %v) copied a file from outside the parent into %s", i, err, p)
+		}
+		if err == nil {
+			ok++
+			removeAll(dir)
+		}
+	}
+	close(stop)
+	if err := <-swapped; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of 60 clones succeeded", ok)
+}
