@@ -569,20 +569,13 @@ func (c *cloner) file(ri int, fds []int, roots []string, now int64) error {
 	r := &c.m.records[ri]
 	name := path.Base(r.Path)
 	src := c.src(r.Path)
-	fd, err := unix.Openat(fds[0], name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, st, err := openRegular(fds[0], name, src)
 	if err != nil {
-		return &pathError{op: "open", path: src, err: err}
+		return err
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return &pathError{op: "fstat", path: src, err: err}
-	}
-	r.Parent = factsOf(&st)
+	r.Parent = factsOf(st)
 	r.Racy = r.Parent.Ctime >= now
-	if kindOfMode(r.Parent.Mode) != File {
-		return fmt.Errorf("%s is no longer a regular file", src)
-	}
 	atime := st.Atim.Nano()
 	reflinked := true
 	for i, root := range roots {
@@ -603,6 +596,31 @@ func (c *cloner) file(ri int, fds []int, roots []string, now int64) error {
 		c.copiedBytes.Add(r.Parent.Size)
 	}
 	return nil
+}
+
+// openRegular opens the regular file name in the directory dirfd for reading, with its
+// stat facts; src names it in errors. It opens without blocking, so that a FIFO or a device
+// swapped in for a listed file is not waited on (an open of a FIFO for reading waits for a
+// writer, and no context can interrupt it), then refuses anything but a regular file.
+func openRegular(dirfd int, name, src string) (int, *unix.Stat_t, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, nil, &pathError{op: "open", path: src, err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, nil, &pathError{op: "fstat", path: src, err: err}
+	}
+	if kindOfMode(uint32(st.Mode)) != File {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("%s is no longer a regular file", src)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
+		unix.Close(fd)
+		return -1, nil, &pathError{op: "fcntl", path: src, err: err}
+	}
+	return fd, &st, nil
 }
 
 // cloneFile makes dst, name in the directory open as dirfd, with the content and permission

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -186,4 +187,61 @@ func TestCloneNeverLeavesParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d of 60 clones succeeded", ok)
+}
+
+// A program that writes the parent can swap a FIFO in for a listed file (RENAME_EXCHANGE,
+// over and over) while the parent is cloned: every clone returns, with the file or with an
+// error, never waiting for a writer that does not come.
+func TestCloneNeverBlocksOnFifo(t *testing.T) {
+	root := t.TempDir()
+	parent := filepath.Join(root, "parent")
+	var specs []string
+	for i := range 16 {
+		specs = append(specs, fmt.Sprintf("d/f%d=content", i))
+	}
+	writeTree(t, parent, spec(specs...))
+	for i := range 16 {
+		if err := unix.Mkfifo(filepath.Join(parent, fmt.Sprintf("d/q%d", i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	swapped := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { swapped <- err }()
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			i := n % 16
+			if err = exchange(filepath.Join(parent, fmt.Sprintf("d/f%d", i)), filepath.Join(parent, fmt.Sprintf("d/q%d", i))); err != nil {
+				return
+			}
+		}
+	}()
+	done := make(chan int, 1)
+	go func() {
+		ok := 0
+		for i := range 40 {
+			dir := filepath.Join(root, fmt.Sprintf("ws%d", i))
+			if _, err := Clone(context.Background(), parent, dir, Options{NoSnapshot: true}); err == nil {
+				ok++
+				removeAll(dir)
+			}
+		}
+		done <- ok
+	}()
+	select {
+	case ok := <-done:
+		t.Logf("%d of 40 clones succeeded", ok)
+	case <-time.After(2 * time.Minute): // hang guard: a blocked open never returns
+		t.Error("a clone blocked opening a FIFO swapped in for a file")
+	}
+	close(stop)
+	if err := <-swapped; err != nil {
+		t.Fatal(err)
+	}
 }
