@@ -441,8 +441,9 @@ func cloneSnapshot(ctx context.Context, parent, dir string, start time.Time) (*C
 // snapshotBase makes base a read-only snapshot of the subvolume parent; it returns the
 // clock just before the snapshot and the wait for the manifest's header, which must be
 // called whatever happens. The header's facts come without a git where snapshotFacts can
-// tell them; else a git reads them while the snapshots are made (parent then holds its own
-// .git directory: it is the work tree's root, with no ignore file above it to record).
+// tell them from the base; else a git reads them while the copies' snapshots are made
+// (parent then holds its own .git directory: it is the work tree's root, with no ignore
+// file above it to record).
 func snapshotBase(ctx context.Context, parent, base string) (t0 int64, wait func() (header, error), err error) {
 	var h header
 	var herr error
@@ -454,24 +455,27 @@ func snapshotBase(ctx context.Context, parent, base string) (t0 int64, wait func
 		}
 		return h, herr
 	}
+	// Every change to the parent after the snapshot has a ctime of at least t0: an entry of
+	// the base as new is racy (see record.Racy).
+	t0 = tickClock()
+	if err := snapshot(parent, base, true); err != nil {
+		close(done)
+		var pe *pathError
+		if errors.As(err, &pe) && (pe.err == unix.EXDEV || pe.err == unix.EPERM || pe.err == unix.EACCES || pe.err == unix.ENOTTY || pe.err == unix.EOPNOTSUPP) {
+			return 0, wait, errNoSnapshot
+		}
+		return 0, wait, err
+	}
+	// The facts are read from the base, read-only, that the hand-back reads: not from the
+	// parent, which its program may change between the reading and the snapshot.
 	var ok bool
-	if h, ok = snapshotFacts(parent); ok {
+	if h, ok = snapshotFacts(base); ok {
 		close(done)
 	} else {
 		go func() {
 			defer close(done)
 			h, herr = ignoreFacts(ctx, parent)
 		}()
-	}
-	// Every change to the parent after the snapshot has a ctime of at least t0: an entry of
-	// the base as new is racy (see record.Racy).
-	t0 = tickClock()
-	if err := snapshot(parent, base, true); err != nil {
-		var pe *pathError
-		if errors.As(err, &pe) && (pe.err == unix.EXDEV || pe.err == unix.EPERM || pe.err == unix.EACCES || pe.err == unix.ENOTTY || pe.err == unix.EOPNOTSUPP) {
-			return 0, wait, errNoSnapshot
-		}
-		return 0, wait, err
 	}
 	return t0, wait, nil
 }

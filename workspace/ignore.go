@@ -121,7 +121,8 @@ func readSmall(name string, limit int64, follow bool) ([]byte, error) {
 }
 
 // snapshotFacts gives, without running git, the header facts of a snapshot workspace of
-// parent, the root of a btrfs subvolume, where they can be known so; ok is false where a
+// parent, the root of a btrfs subvolume, read from its read-only base snapshot (as parent
+// was when snapshotted; "parent" below), where they can be known so; ok is false where a
 // git must read them:
 //
 //   - parent holds no .git: there are none. Git looks for a repository upwards only as far
