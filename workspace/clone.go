@@ -255,7 +255,22 @@ func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Op
 		h.Base = base
 	}
 	m := &manifest{header: h, records: make([]record, len(entries))}
-	c := &cloner{parent: parent, base: base, m: m, copyFacts: make([][]facts, len(dirs))}
+	c := &cloner{parent: parent, base: base, m: m, copyFacts: make([][]facts, len(dirs)), dirs: make(map[string]dirID)}
+	defer func() {
+		for _, fd := range c.fds {
+			unix.Close(fd)
+		}
+	}()
+	pfd, err := unix.Open(parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &pathError{op: "open", path: parent, err: err}
+	}
+	c.fds = append(c.fds, pfd)
+	var rootSt unix.Stat_t
+	if err := unix.Fstat(pfd, &rootSt); err != nil {
+		return nil, &pathError{op: "fstat", path: parent, err: err}
+	}
+	c.dirs["."] = dirIDOf(&rootSt)
 	for i, d := range dirs {
 		c.copies = append(c.copies, filepath.Join(d, CopyDir))
 		c.copyFacts[i] = make([]facts, len(entries))
@@ -265,21 +280,28 @@ func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Op
 		if err := os.Mkdir(root, 0o700); err != nil {
 			return nil, err
 		}
+		fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, &pathError{op: "open", path: root, err: err}
+		}
+		c.fds = append(c.fds, fd)
 	}
-	// Directories first, writable by us until the files are in.
+	// Directories first, writable by us until the files are in; each parent directory's
+	// identity is recorded, to be checked wherever it is opened again.
 	for i, e := range entries {
 		m.records[i] = record{Path: e.Path, Kind: e.Kind}
 		if e.Kind != Dir {
 			continue
 		}
-		f, k, err := lstatFacts(c.src(e.Path))
-		if err != nil {
+		fd, st, err := openDir(c.fds[0], e.Path, nil)
+		if errors.Is(err, errChanged) {
+			return nil, fmt.Errorf("clone %s: %s changed while listing", parent, e.Path)
+		} else if err != nil {
 			return nil, err
 		}
-		if k != Dir {
-			return nil, fmt.Errorf("clone %s: %s changed while listing", parent, e.Path)
-		}
-		m.records[i].Parent.Mode = f.Mode
+		unix.Close(fd)
+		c.dirs[e.Path] = dirIDOf(st)
+		m.records[i].Parent.Mode = uint32(st.Mode)
 		for _, root := range roots {
 			if err := os.Mkdir(filepath.Join(root, filepath.FromSlash(e.Path)), 0o700); err != nil {
 				return nil, err
@@ -320,23 +342,25 @@ func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Op
 		return nil, err
 	}
 	// Directory modes and times, deepest first, then the roots.
-	rootFacts, _, err := lstatFacts(parent)
-	if err != nil {
-		return nil, err
+	if err := unix.Fstat(pfd, &rootSt); err != nil {
+		return nil, &pathError{op: "fstat", path: parent, err: err}
 	}
 	for i := len(m.records) - 1; i >= -1; i-- {
-		rel, fa := "", rootFacts
+		rel, fa := "", factsOf(&rootSt)
 		if i >= 0 {
 			if m.records[i].Kind != Dir {
 				continue
 			}
 			rel = m.records[i].Path
-			var k Kind
-			if fa, k, err = lstatFacts(c.src(rel)); err != nil {
-				return nil, err
-			} else if k != Dir {
+			id := c.dirs[rel]
+			fd, st, err := openDir(c.fds[0], rel, &id)
+			if errors.Is(err, errChanged) {
 				return nil, fmt.Errorf("clone %s: %s changed while cloning", parent, rel)
+			} else if err != nil {
+				return nil, err
 			}
+			unix.Close(fd)
+			fa = factsOf(st)
 		}
 		for j, root := range roots {
 			name := filepath.Join(root, filepath.FromSlash(rel))
@@ -417,8 +441,9 @@ func cloneSnapshot(ctx context.Context, parent, dir string, start time.Time) (*C
 // snapshotBase makes base a read-only snapshot of the subvolume parent; it returns the
 // clock just before the snapshot and the wait for the manifest's header, which must be
 // called whatever happens. The header's facts come without a git where snapshotFacts can
-// tell them; else a git reads them while the snapshots are made (parent then holds its own
-// .git directory: it is the work tree's root, with no ignore file above it to record).
+// tell them from the base; else a git reads them while the copies' snapshots are made
+// (parent then holds its own .git directory: it is the work tree's root, with no ignore
+// file above it to record).
 func snapshotBase(ctx context.Context, parent, base string) (t0 int64, wait func() (header, error), err error) {
 	var h header
 	var herr error
@@ -430,24 +455,27 @@ func snapshotBase(ctx context.Context, parent, base string) (t0 int64, wait func
 		}
 		return h, herr
 	}
+	// Every change to the parent after the snapshot has a ctime of at least t0: an entry of
+	// the base as new is racy (see record.Racy).
+	t0 = tickClock()
+	if err := snapshot(parent, base, true); err != nil {
+		close(done)
+		var pe *pathError
+		if errors.As(err, &pe) && (pe.err == unix.EXDEV || pe.err == unix.EPERM || pe.err == unix.EACCES || pe.err == unix.ENOTTY || pe.err == unix.EOPNOTSUPP) {
+			return 0, wait, errNoSnapshot
+		}
+		return 0, wait, err
+	}
+	// The facts are read from the base, read-only, that the hand-back reads: not from the
+	// parent, which its program may change between the reading and the snapshot.
 	var ok bool
-	if h, ok = snapshotFacts(parent); ok {
+	if h, ok = snapshotFacts(base); ok {
 		close(done)
 	} else {
 		go func() {
 			defer close(done)
 			h, herr = ignoreFacts(ctx, parent)
 		}()
-	}
-	// Every change to the parent after the snapshot has a ctime of at least t0: an entry of
-	// the base as new is racy (see record.Racy).
-	t0 = tickClock()
-	if err := snapshot(parent, base, true); err != nil {
-		var pe *pathError
-		if errors.As(err, &pe) && (pe.err == unix.EXDEV || pe.err == unix.EPERM || pe.err == unix.EACCES || pe.err == unix.ENOTTY || pe.err == unix.EOPNOTSUPP) {
-			return 0, wait, errNoSnapshot
-		}
-		return 0, wait, err
 	}
 	return t0, wait, nil
 }
@@ -476,8 +504,10 @@ type cloner struct {
 	parent, base   string
 	copies         []string
 	m              *manifest
-	copyFacts      [][]facts   // by copy, by record: the copy's facts as made
-	noReflink      atomic.Bool // set once the filesystem refused a clone
+	copyFacts      [][]facts        // by copy, by record: the copy's facts as made
+	fds            []int            // the roots open: parent's, base's, then each copy's
+	dirs           map[string]dirID // the parent's directories as listed, "." its root
+	noReflink      atomic.Bool      // set once the filesystem refused a clone
 	cloned, copied atomic.Int64
 	copiedBytes    atomic.Int64
 }
@@ -486,7 +516,8 @@ func (c *cloner) src(rel string) string { return filepath.Join(c.parent, filepat
 
 // chunk clones the files and symlinks of chunk ci, a run of entries in one directory (and
 // its subdirectories' entries, left to their own chunks). The directory is opened once in
-// the parent and in each tree, each entry then opened beneath it. Its clock is read once,
+// the parent (beneath its root, and only if it is still the directory listed) and in each
+// tree, each entry then opened beneath it. Its clock is read once,
 // before any entry is: an entry whose ctime is not older is racy (a later reading, as each
 // entry's own would be, marks no more).
 func (c *cloner) chunk(entries []Entry, chunks []int, ci int) error {
@@ -498,11 +529,18 @@ func (c *cloner) chunk(entries []Entry, chunks []int, ci int) error {
 			unix.Close(fd)
 		}
 	}()
-	for _, root := range append([]string{c.parent}, roots...) {
-		name := filepath.Join(root, filepath.FromSlash(dir))
-		fd, err := unix.Open(name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	id, ok := c.dirs[dir]
+	if !ok {
+		return fmt.Errorf("clone %s: %s was not listed as a directory", c.parent, dir)
+	}
+	for i := range c.fds {
+		want := &id
+		if i > 0 {
+			want = nil // the trees are the clone's own
+		}
+		fd, _, err := openDir(c.fds[i], dir, want)
 		if err != nil {
-			return &pathError{op: "open", path: name, err: err}
+			return fmt.Errorf("clone %s: %w", c.parent, err)
 		}
 		fds = append(fds, fd)
 	}
@@ -517,7 +555,7 @@ func (c *cloner) chunk(entries []Entry, chunks []int, ci int) error {
 		case File:
 			err = c.file(i, fds, roots, now)
 		case Symlink:
-			err = c.symlink(i, roots, now)
+			err = c.symlink(i, fds, roots, now)
 		}
 		if err != nil {
 			return fmt.Errorf("clone %s: %w", r.Path, err)
@@ -535,20 +573,13 @@ func (c *cloner) file(ri int, fds []int, roots []string, now int64) error {
 	r := &c.m.records[ri]
 	name := path.Base(r.Path)
 	src := c.src(r.Path)
-	fd, err := unix.Openat(fds[0], name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, st, err := openRegular(fds[0], name, src)
 	if err != nil {
-		return &pathError{op: "open", path: src, err: err}
+		return err
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return &pathError{op: "fstat", path: src, err: err}
-	}
-	r.Parent = factsOf(&st)
+	r.Parent = factsOf(st)
 	r.Racy = r.Parent.Ctime >= now
-	if kindOfMode(r.Parent.Mode) != File {
-		return fmt.Errorf("%s is no longer a regular file", src)
-	}
 	atime := st.Atim.Nano()
 	reflinked := true
 	for i, root := range roots {
@@ -569,6 +600,31 @@ func (c *cloner) file(ri int, fds []int, roots []string, now int64) error {
 		c.copiedBytes.Add(r.Parent.Size)
 	}
 	return nil
+}
+
+// openRegular opens the regular file name in the directory dirfd for reading, with its
+// stat facts; src names it in errors. It opens without blocking, so that a FIFO or a device
+// swapped in for a listed file is not waited on (an open of a FIFO for reading waits for a
+// writer, and no context can interrupt it), then refuses anything but a regular file.
+func openRegular(dirfd int, name, src string) (int, *unix.Stat_t, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, nil, &pathError{op: "open", path: src, err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, nil, &pathError{op: "fstat", path: src, err: err}
+	}
+	if kindOfMode(uint32(st.Mode)) != File {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("%s is no longer a regular file", src)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
+		unix.Close(fd)
+		return -1, nil, &pathError{op: "fcntl", path: src, err: err}
+	}
+	return fd, &st, nil
 }
 
 // cloneFile makes dst, name in the directory open as dirfd, with the content and permission
@@ -642,41 +698,62 @@ func (c *cloner) cloneFile(fd, dirfd int, name, src, dst string, fa facts, atime
 }
 
 // symlink makes the symlink of record ri in every tree of roots, with its times in the
-// copies; now is as for file.
-func (c *cloner) symlink(ri int, roots []string, now int64) error {
+// copies; fds and now are as for file.
+func (c *cloner) symlink(ri int, fds []int, roots []string, now int64) error {
 	r := &c.m.records[ri]
+	name := path.Base(r.Path)
 	src := c.src(r.Path)
-	f, k, err := lstatFacts(src)
-	if err != nil {
-		return err
+	var st unix.Stat_t
+	if err := unix.Fstatat(fds[0], name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &pathError{op: "lstat", path: src, err: err}
 	}
-	if k != Symlink {
+	f := factsOf(&st)
+	if kindOfMode(f.Mode) != Symlink {
 		return fmt.Errorf("%s is no longer a symlink", src)
 	}
 	r.Parent = f
 	r.Racy = f.Ctime >= now
-	target, err := os.Readlink(src)
+	target, err := readlinkat(fds[0], name, f.Size)
 	if err != nil {
-		return err
+		return &pathError{op: "readlink", path: src, err: err}
 	}
+	ts := []unix.Timespec{unix.NsecToTimespec(f.Mtime), unix.NsecToTimespec(f.Mtime)}
 	for i, root := range roots {
 		dst := filepath.Join(root, filepath.FromSlash(r.Path))
-		if err := os.Symlink(target, dst); err != nil {
-			return err
+		if err := unix.Symlinkat(target, fds[1+i], name); err != nil {
+			return &pathError{op: "symlink", path: dst, err: err}
 		}
 		if i == 0 {
 			continue // the base keeps no times (see file)
 		}
-		if err := setTimes(dst, f.Mtime, true); err != nil {
-			return err
+		if err := unix.UtimesNanoAt(fds[1+i], name, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &pathError{op: "utimes", path: dst, err: err}
 		}
-		if i > 0 {
-			if c.copyFacts[i-1][ri], _, err = lstatFacts(dst); err != nil {
-				return err
-			}
+		if err := unix.Fstatat(fds[1+i], name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &pathError{op: "lstat", path: dst, err: err}
 		}
+		c.copyFacts[i-1][ri] = factsOf(&st)
 	}
 	return nil
+}
+
+// readlinkat reads the target of the symlink name in the directory dirfd; size is its
+// length as stat said, a first guess at the buffer it needs.
+func readlinkat(dirfd int, name string, size int64) (string, error) {
+	buf := make([]byte, max(size+1, 128))
+	for {
+		n, err := unix.Readlinkat(dirfd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < len(buf) {
+			return string(buf[:n]), nil
+		}
+		if len(buf) >= unix.PathMax {
+			return "", unix.ENAMETOOLONG
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 func chmod(name string, perm uint32) error {

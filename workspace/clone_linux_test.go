@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -116,4 +117,131 @@ func TestCloneWarnsOnExt4(t *testing.T) {
 		t.Errorf("warnings %q, want one saying %q", rep.Warnings, want)
 	}
 	checkClone(t, parent, dir)
+}
+
+// secretIn reports a file under root whose content is secret.
+func secretIn(t *testing.T, root, secret string) string {
+	t.Helper()
+	found := ""
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, _ := os.ReadFile(p); string(b) == secret {
+				found = p
+			}
+		}
+		return nil
+	})
+	return found
+}
+
+// A program that writes the parent can swap one of its directories for a symlink to a
+// directory outside it (RENAME_EXCHANGE, over and over) while the parent is cloned: no
+// clone may copy a file from outside the parent.
+func TestCloneNeverLeavesParent(t *testing.T) {
+	root := t.TempDir()
+	parent, outside := filepath.Join(root, "parent"), filepath.Join(root, "outside")
+	const secret = "outside the parent"
+	var specs []string
+	for i := range 16 {
+		specs = append(specs, fmt.Sprintf("a/s%d/target=inside", i))
+	}
+	writeTree(t, parent, spec(specs...))
+	for i := range 16 {
+		writeTree(t, filepath.Join(outside, fmt.Sprintf("s%d", i)), spec("target="+secret))
+	}
+	if err := os.Symlink(outside, filepath.Join(parent, "alink")); err != nil {
+		t.Fatal(err)
+	}
+	a, alink := filepath.Join(parent, "a"), filepath.Join(parent, "alink")
+	stop := make(chan struct{})
+	swapped := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { swapped <- err }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err = exchange(a, alink); err != nil {
+				return
+			}
+		}
+	}()
+	ok := 0
+	for i := range 60 {
+		dir := filepath.Join(root, fmt.Sprintf("ws%d", i))
+		_, err := Clone(context.Background(), parent, dir, Options{NoSnapshot: true})
+		if p := secretIn(t, dir, secret); p != "" {
+			close(stop)
+			t.Fatalf("clone %d (error %v) copied a file from outside the parent into %s", i, err, p)
+		}
+		if err == nil {
+			ok++
+			removeAll(dir)
+		}
+	}
+	close(stop)
+	if err := <-swapped; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of 60 clones succeeded", ok)
+}
+
+// A program that writes the parent can swap a FIFO in for a listed file (RENAME_EXCHANGE,
+// over and over) while the parent is cloned: every clone returns, with the file or with an
+// error, never waiting for a writer that does not come.
+func TestCloneNeverBlocksOnFifo(t *testing.T) {
+	root := t.TempDir()
+	parent := filepath.Join(root, "parent")
+	var specs []string
+	for i := range 16 {
+		specs = append(specs, fmt.Sprintf("d/f%d=content", i))
+	}
+	writeTree(t, parent, spec(specs...))
+	for i := range 16 {
+		if err := unix.Mkfifo(filepath.Join(parent, fmt.Sprintf("d/q%d", i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	swapped := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { swapped <- err }()
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			i := n % 16
+			if err = exchange(filepath.Join(parent, fmt.Sprintf("d/f%d", i)), filepath.Join(parent, fmt.Sprintf("d/q%d", i))); err != nil {
+				return
+			}
+		}
+	}()
+	done := make(chan int, 1)
+	go func() {
+		ok := 0
+		for i := range 40 {
+			dir := filepath.Join(root, fmt.Sprintf("ws%d", i))
+			if _, err := Clone(context.Background(), parent, dir, Options{NoSnapshot: true}); err == nil {
+				ok++
+				removeAll(dir)
+			}
+		}
+		done <- ok
+	}()
+	select {
+	case ok := <-done:
+		t.Logf("%d of 40 clones succeeded", ok)
+	case <-time.After(2 * time.Minute): // hang guard: a blocked open never returns
+		t.Error("a clone blocked opening a FIFO swapped in for a file")
+	}
+	close(stop)
+	if err := <-swapped; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -984,17 +984,13 @@ func (h *handback) put(src, dst string, k Kind) error {
 // cloneOne makes dst a copy of the file src (sharing extents where the filesystem can),
 // with its permission bits and times.
 func cloneOne(src, dst string) error {
-	fd, err := unix.Open(src, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, st, err := openRegular(unix.AT_FDCWD, src, src)
 	if err != nil {
-		return &pathError{op: "open", path: src, err: err}
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
+	defer unix.Close(fd)
 	c := &cloner{}
-	_, _, err = c.cloneFile(fd, unix.AT_FDCWD, dst, src, dst, factsOf(&st), st.Atim.Nano(), false, false)
+	_, _, err = c.cloneFile(fd, unix.AT_FDCWD, dst, src, dst, factsOf(st), st.Atim.Nano(), false, false)
 	return err
 }
 

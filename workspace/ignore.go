@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"golang.org/x/sys/unix"
 
 	"github.com/paddockhq/paddock/internal/gitexec"
 )
@@ -33,8 +36,12 @@ func ignoreFacts(ctx context.Context, parent string) (header, error) {
 			h.Prefix = strings.Split(filepath.ToSlash(rel), "/")
 		}
 	}
+	var tooLarge error
 	add := func(name string, domain []string) {
-		data, err := os.ReadFile(name)
+		data, err := readSmall(name, maxIgnoreFile, true)
+		if errors.Is(err, errTooLarge) && tooLarge == nil {
+			tooLarge = fmt.Errorf("the ignore file %s is larger than %d bytes", name, maxIgnoreFile)
+		}
 		if err != nil {
 			return
 		}
@@ -60,11 +67,62 @@ func ignoreFacts(ctx context.Context, parent string) (header, error) {
 	for i := range h.Prefix {
 		add(filepath.Join(append([]string{top}, append(h.Prefix[:i:i], ".gitignore")...)...), h.Prefix[:i:i])
 	}
+	if tooLarge != nil {
+		return header{}, tooLarge
+	}
 	return h, nil
 }
 
+// The most bytes of a repository's configuration snapshotFacts scans, and of an ignore
+// file ignoreFacts records: the parent's program writes them, and may make them sparse
+// files of any size.
+const (
+	maxGitConfig  = 1 << 20
+	maxIgnoreFile = 16 << 20
+)
+
+var errTooLarge = errors.New("file too large")
+
+// readSmall reads the regular file name, of at most limit bytes (errTooLarge if larger,
+// found before it is read). It opens without blocking, so a FIFO in its place is refused
+// rather than waited on, and follows a symlink in its last element only when follow is set.
+func readSmall(name string, limit int64, follow bool) ([]byte, error) {
+	flags := unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
+	if !follow {
+		flags |= unix.O_NOFOLLOW
+	}
+	fd, err := unix.Open(name, flags, 0)
+	if err != nil {
+		return nil, &pathError{op: "open", path: name, err: err}
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &pathError{op: "fstat", path: name, err: err}
+	}
+	if kindOfMode(uint32(st.Mode)) != File {
+		return nil, &pathError{op: "read", path: name, err: unix.EINVAL}
+	}
+	if st.Size > limit {
+		return nil, errTooLarge
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
+		return nil, &pathError{op: "fcntl", path: name, err: err}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, errTooLarge // it grew while read
+	}
+	return data, nil
+}
+
 // snapshotFacts gives, without running git, the header facts of a snapshot workspace of
-// parent, the root of a btrfs subvolume, where they can be known so; ok is false where a
+// parent, the root of a btrfs subvolume, read from its read-only base snapshot (as parent
+// was when snapshotted; "parent" below), where they can be known so; ok is false where a
 // git must read them:
 //
 //   - parent holds no .git: there are none. Git looks for a repository upwards only as far
@@ -92,13 +150,9 @@ func snapshotFacts(parent string) (header, bool) {
 			return header{}, false
 		}
 	}
-	name := filepath.Join(gitDir, "config")
-	if fi, err := os.Lstat(name); err != nil || !fi.Mode().IsRegular() {
-		return header{}, false
-	}
-	data, err := os.ReadFile(name)
+	data, err := readSmall(filepath.Join(gitDir, "config"), maxGitConfig, false)
 	if err != nil {
-		return header{}, false
+		return header{}, false // larger than any hand-made configuration: git reads it
 	}
 	low := bytes.ToLower(data)
 	if bytes.Contains(low, []byte("worktree")) || bytes.Contains(low, []byte("include")) {
