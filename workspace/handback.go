@@ -879,7 +879,7 @@ func (h *handback) clean(steps []Step) error {
 func (h *handback) do(s Step) error {
 	switch s.Action {
 	case Take:
-		return h.put(join(h.copy, s.Path), join(h.parent, s.Path), s.Child)
+		return h.put(s.Path, join(h.parent, s.Path), s.Child)
 	case Merged:
 		i := h.index[s.Path]
 		return putBytes(h.merges[s.Path], join(h.parent, s.Path), h.m.records[i].Parent.Mode&0o7777)
@@ -894,14 +894,17 @@ func (h *handback) do(s Step) error {
 				return err
 			}
 		}
-		return h.put(join(h.copy, s.Path), join(conflicts, s.Path), s.Child)
+		return h.put(s.Path, join(conflicts, s.Path), s.Child)
 	}
 	return nil
 }
 
-// put makes dst hold what src holds (kind k; Absent: nothing), by one rename or exchange
-// from dst's fixed sibling, so dst is at every moment either its old entry or its new one.
-func (h *handback) put(src, dst string, k Kind) error {
+// put makes dst hold what the copy holds at rel (kind k; Absent: nothing), by one rename or
+// exchange from dst's fixed sibling, so dst is at every moment either its old entry or its
+// new one. The copy's entry is read beneath the copy's root, through no symlink: the
+// child's program may swap a directory of it for a symlink to one outside at any moment.
+func (h *handback) put(rel, dst string, k Kind) error {
+	src := join(h.copy, rel)
 	_, old, err := lstatFacts(dst)
 	if err != nil {
 		return err
@@ -924,10 +927,22 @@ func (h *handback) put(src, dst string, k Kind) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
 		return err
 	}
-	sf, _, err := lstatFacts(src)
+	root, err := unix.Open(h.copy, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return &pathError{op: "open", path: h.copy, err: err}
 	}
+	srcDir, _, err := openDir(root, path.Dir(rel), nil)
+	unix.Close(root)
+	if err != nil {
+		return fmt.Errorf("hand back %s: %w", rel, err)
+	}
+	defer unix.Close(srcDir)
+	name := path.Base(rel)
+	var sst unix.Stat_t
+	if err := unix.Fstatat(srcDir, name, &sst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &pathError{op: "lstat", path: src, err: err}
+	}
+	sf := factsOf(&sst)
 	if k == Dir && old == Absent {
 		if err := os.Mkdir(dst, os.FileMode(sf.Mode&0o777)); err != nil && !os.IsExist(err) {
 			return err
@@ -941,13 +956,13 @@ func (h *handback) put(src, dst string, k Kind) error {
 	tmp := tempFor(dst)
 	switch k {
 	case File:
-		if err := cloneOne(src, tmp); err != nil {
+		if err := cloneOne(srcDir, name, src, tmp); err != nil {
 			return err
 		}
 	case Symlink:
-		target, err := os.Readlink(src)
+		target, err := readlinkat(srcDir, name, sf.Size)
 		if err != nil {
-			return err
+			return &pathError{op: "readlink", path: src, err: err}
 		}
 		if err := os.Symlink(target, tmp); err != nil {
 			return err
@@ -981,10 +996,10 @@ func (h *handback) put(src, dst string, k Kind) error {
 	return nil
 }
 
-// cloneOne makes dst a copy of the file src (sharing extents where the filesystem can),
-// with its permission bits and times.
-func cloneOne(src, dst string) error {
-	fd, st, err := openRegular(unix.AT_FDCWD, src, src)
+// cloneOne makes dst a copy of the file name in the directory dirfd, src (sharing extents
+// where the filesystem can), with its permission bits and times.
+func cloneOne(dirfd int, name, src, dst string) error {
+	fd, st, err := openRegular(dirfd, name, src)
 	if err != nil {
 		return err
 	}
