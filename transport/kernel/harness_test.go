@@ -192,13 +192,15 @@ func (k *kern) request(typ string, body any) string {
 
 // next waits for the next frame with id, at most d. ok is false on timeout or the kernel's end.
 func (k *kern) next(id string, d time.Duration) (wire.Frame, bool) {
+	// The deadline is set before the timer that wakes the wait at it: set after, it could
+	// fall past the timer's one wake-up and the wait never end.
+	deadline := time.Now().Add(d)
 	timer := time.AfterFunc(d, func() {
 		k.mu.Lock()
 		k.cond.Broadcast()
 		k.mu.Unlock()
 	})
 	defer timer.Stop()
-	deadline := time.Now().Add(d)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for len(k.queues[id]) == 0 {
@@ -214,13 +216,15 @@ func (k *kern) next(id string, d time.Duration) (wire.Frame, bool) {
 
 // hostRequest waits for the next host request, at most d.
 func (k *kern) hostRequest(d time.Duration) (wire.Frame, bool) {
+	// The deadline is set before the timer that wakes the wait at it: set after, it could
+	// fall past the timer's one wake-up and the wait never end.
+	deadline := time.Now().Add(d)
 	timer := time.AfterFunc(d, func() {
 		k.mu.Lock()
 		k.cond.Broadcast()
 		k.mu.Unlock()
 	})
 	defer timer.Stop()
-	deadline := time.Now().Add(d)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for len(k.hostReqs) == 0 {
