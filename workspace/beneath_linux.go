@@ -1,6 +1,10 @@
 package workspace
 
-import "golang.org/x/sys/unix"
+import (
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
 
 // openat2Beneath opens rel beneath the directory root, resolving no symlink (magic links
 // of /proc included) and nothing outside root. The kernel asks for a retry (EAGAIN) when
@@ -16,4 +20,16 @@ func openat2Beneath(root int, rel string, flags int) (int, error) {
 		}
 	}
 	return -1, unix.EAGAIN
+}
+
+// chmodDirAt makes the directory name of dirfd 0o700 when it cannot be opened for reading:
+// it is opened as a path only (O_PATH, following no symlink) and changed through its
+// descriptor's /proc link, which names that directory and nothing else.
+func chmodDirAt(dirfd int, name string) error {
+	fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), 0o700, 0)
 }

@@ -11,3 +11,11 @@ func exchange(a, b string) error {
 	}
 	return nil
 }
+
+// exchangeAt swaps the entries a and b of the directory dirfd in one step.
+func exchangeAt(dirfd int, a, b, display string) error {
+	if err := unix.Renameat2(dirfd, a, dirfd, b, unix.RENAME_EXCHANGE); err != nil {
+		return &pathError{op: "exchange", path: display, err: err}
+	}
+	return nil
+}

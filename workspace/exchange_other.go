@@ -9,3 +9,8 @@ import "errors"
 func exchange(a, b string) error {
 	return &pathError{op: "exchange", path: b, err: errors.ErrUnsupported}
 }
+
+// exchangeAt is not available here either.
+func exchangeAt(_ int, _, _, display string) error {
+	return &pathError{op: "exchange", path: display, err: errors.ErrUnsupported}
+}

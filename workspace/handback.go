@@ -848,8 +848,13 @@ func isTemp(name string) bool { return strings.HasPrefix(name, tempPrefix) }
 // tempFor is the fixed sibling of name that a write to name goes through: the same for
 // every run, so a rerun after a crash finds and removes what the crash left.
 func tempFor(name string) string {
-	sum := sha256.Sum256([]byte(filepath.Base(name)))
-	return filepath.Join(filepath.Dir(name), tempPrefix+hex.EncodeToString(sum[:8]))
+	return filepath.Join(filepath.Dir(name), tempName(filepath.Base(name)))
+}
+
+// tempName is the name of tempFor's sibling of the entry base, in the same directory.
+func tempName(base string) string {
+	sum := sha256.Sum256([]byte(base))
+	return tempPrefix + hex.EncodeToString(sum[:8])
 }
 
 // clean removes what a cut run may have left beside the paths this run touches.
@@ -858,17 +863,31 @@ func (h *handback) clean(steps []Step) error {
 		if s.Action == Keep {
 			continue
 		}
-		names := []string{join(h.parent, s.Path), join(filepath.Join(h.dir, ConflictsDir), s.Path)}
+		conflicts := filepath.Join(h.dir, ConflictsDir)
+		names := [][2]string{{h.parent, s.Path}, {conflicts, s.Path}}
 		if s.Marked != "" {
-			names = append(names, join(filepath.Join(h.dir, ConflictsDir), s.Marked))
+			names = append(names, [2]string{conflicts, s.Marked})
 		}
 		for _, name := range names {
-			t := tempFor(name)
-			if _, err := os.Lstat(t); err == nil {
-				if err := removeAll(t); err != nil {
-					return err
+			// Beneath the root, through no symlink: a directory on the way that is missing
+			// holds nothing to clean, and one that is no longer a directory is refused by
+			// the write that follows.
+			dir, err := openDirOf(name[0], name[1], false)
+			if err != nil {
+				continue
+			}
+			t := tempName(path.Base(name[1]))
+			display := tempFor(join(name[0], name[1]))
+			k, err := kindAt(dir, t, display)
+			if err == nil && k != Absent {
+				err = removeAllAt(dir, t, display)
+				if err == nil {
+					step("clean " + s.Path)
 				}
-				step("clean " + s.Path)
+			}
+			unix.Close(dir)
+			if err != nil {
+				return err
 			}
 		}
 	}
@@ -879,10 +898,10 @@ func (h *handback) clean(steps []Step) error {
 func (h *handback) do(s Step) error {
 	switch s.Action {
 	case Take:
-		return h.put(s.Path, join(h.parent, s.Path), s.Child)
+		return h.put(s.Path, h.parent, s.Path, s.Child)
 	case Merged:
 		i := h.index[s.Path]
-		return putBytes(h.merges[s.Path], join(h.parent, s.Path), h.m.records[i].Parent.Mode&0o7777)
+		return putBytes(h.merges[s.Path], h.parent, s.Path, h.m.records[i].Parent.Mode&0o7777)
 	case Conflict:
 		if s.Child == Absent {
 			return nil
@@ -890,31 +909,43 @@ func (h *handback) do(s Step) error {
 		conflicts := filepath.Join(h.dir, ConflictsDir)
 		if s.Marked != "" {
 			// The marked merge is the workspace owner's to read, like the saved versions.
-			if err := putBytes(h.merges[s.Path], join(conflicts, s.Marked), 0o600); err != nil {
+			if err := putBytes(h.merges[s.Path], conflicts, s.Marked, 0o600); err != nil {
 				return err
 			}
 		}
-		return h.put(s.Path, join(conflicts, s.Path), s.Child)
+		return h.put(s.Path, conflicts, s.Path, s.Child)
 	}
 	return nil
 }
 
-// put makes dst hold what the copy holds at rel (kind k; Absent: nothing), by one rename or
-// exchange from dst's fixed sibling, so dst is at every moment either its old entry or its
-// new one. The copy's entry is read beneath the copy's root, through no symlink: the
-// child's program may swap a directory of it for a symlink to one outside at any moment.
-func (h *handback) put(rel, dst string, k Kind) error {
-	src := join(h.copy, rel)
-	_, old, err := lstatFacts(dst)
+// put makes the entry dstRel beneath the directory root (the parent, or the conflicts
+// directory) hold what the copy holds at rel (kind k; Absent: nothing), by one rename or
+// exchange from its fixed sibling, so it is at every moment either its old entry or its
+// new one. Both sides are reached beneath their roots, through no symlink: the child's
+// program may swap a directory of the copy, and the parent's program one of the parent, for
+// a symlink to one outside at any moment. Every write is made relative to the directory
+// that holds dstRel, opened once (see openDirOf).
+func (h *handback) put(rel, root, dstRel string, k Kind) error {
+	src, dst := join(h.copy, rel), join(root, dstRel)
+	dir, err := openDirOf(root, dstRel, k != Absent)
+	if err != nil {
+		if k == Absent && errors.Is(err, unix.ENOENT) {
+			return nil // nothing left to remove
+		}
+		return err
+	}
+	defer unix.Close(dir)
+	dname := path.Base(dstRel)
+	old, err := kindAt(dir, dname, dst)
 	if err != nil {
 		return err
 	}
 	if k == Absent {
 		switch old {
 		case Dir:
-			err = unix.Rmdir(dst)
+			err = unix.Unlinkat(dir, dname, unix.AT_REMOVEDIR)
 		case File, Symlink:
-			err = unix.Unlink(dst)
+			err = unix.Unlinkat(dir, dname, 0)
 		default:
 			return nil
 		}
@@ -924,15 +955,12 @@ func (h *handback) put(rel, dst string, k Kind) error {
 		step("remove " + dst)
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
-		return err
-	}
-	root, err := unix.Open(h.copy, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	croot, err := unix.Open(h.copy, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return &pathError{op: "open", path: h.copy, err: err}
 	}
-	srcDir, _, err := openDir(root, path.Dir(rel), nil)
-	unix.Close(root)
+	srcDir, _, err := openDir(croot, path.Dir(rel), nil)
+	unix.Close(croot)
 	if err != nil {
 		return fmt.Errorf("hand back %s: %w", rel, err)
 	}
@@ -944,8 +972,8 @@ func (h *handback) put(rel, dst string, k Kind) error {
 	}
 	sf := factsOf(&sst)
 	if k == Dir && old == Absent {
-		if err := os.Mkdir(dst, os.FileMode(sf.Mode&0o777)); err != nil && !os.IsExist(err) {
-			return err
+		if err := unix.Mkdirat(dir, dname, sf.Mode&0o777); err != nil && err != unix.EEXIST {
+			return &pathError{op: "mkdir", path: dst, err: err}
 		}
 		step("mkdir " + dst)
 		return nil
@@ -953,10 +981,10 @@ func (h *handback) put(rel, dst string, k Kind) error {
 	if k == Dir && old == Dir {
 		return nil
 	}
-	tmp := tempFor(dst)
+	tname, tmp := tempName(dname), tempFor(dst)
 	switch k {
 	case File:
-		if err := cloneOne(srcDir, name, src, tmp); err != nil {
+		if err := cloneOne(srcDir, name, src, dir, tname, tmp); err != nil {
 			return err
 		}
 	case Symlink:
@@ -964,48 +992,50 @@ func (h *handback) put(rel, dst string, k Kind) error {
 		if err != nil {
 			return &pathError{op: "readlink", path: src, err: err}
 		}
-		if err := os.Symlink(target, tmp); err != nil {
-			return err
+		if err := unix.Symlinkat(target, dir, tname); err != nil {
+			return &pathError{op: "symlink", path: tmp, err: err}
 		}
-		if err := setTimes(tmp, sf.Mtime, true); err != nil {
-			return err
+		ts := []unix.Timespec{unix.NsecToTimespec(sf.Mtime), unix.NsecToTimespec(sf.Mtime)}
+		if err := unix.UtimesNanoAt(dir, tname, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &pathError{op: "utimes", path: tmp, err: err}
 		}
 	case Dir:
-		if err := os.Mkdir(tmp, os.FileMode(sf.Mode&0o777)); err != nil {
-			return err
+		if err := unix.Mkdirat(dir, tname, sf.Mode&0o777); err != nil {
+			return &pathError{op: "mkdir", path: tmp, err: err}
 		}
 	}
 	step("write " + tmp)
 	if old == Dir || k == Dir && old != Absent {
 		// A directory takes a file's place, or a file an empty directory's: swap them in
 		// one step, then remove the old entry, now at the sibling's name.
-		if err := exchange(tmp, dst); err != nil {
+		if err := exchangeAt(dir, tname, dname, dst); err != nil {
 			return err
 		}
 		step("exchange " + dst)
-		if err := removeAll(tmp); err != nil {
+		if err := removeAllAt(dir, tname, tmp); err != nil {
 			return err
 		}
 		step("remove " + tmp)
 		return nil
 	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return err
+	if err := unix.Renameat(dir, tname, dir, dname); err != nil {
+		return &pathError{op: "rename", path: dst, err: err}
 	}
 	step("rename " + dst)
 	return nil
 }
 
-// cloneOne makes dst a copy of the file name in the directory dirfd, src (sharing extents
-// where the filesystem can), with its permission bits and times.
-func cloneOne(dirfd int, name, src, dst string) error {
-	fd, st, err := openRegular(dirfd, name, src)
+// cloneOne makes the entry dst of the directory dstDir (display: its path) a copy of the
+// file name in the directory srcDir, src (sharing extents where the filesystem can), with
+// its permission bits and times.
+func cloneOne(srcDir int, name, src string, dstDir int, dst, display string) error {
+	fd, st, err := openRegular(srcDir, name, src)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
 	c := &cloner{}
-	_, _, err = c.cloneFile(fd, unix.AT_FDCWD, dst, src, dst, factsOf(st), st.Atim.Nano(), false, false)
+	_, _, err = c.cloneFile(fd, dstDir, dst, src, display, factsOf(st), st.Atim.Nano(), false, false)
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -154,14 +155,18 @@ func writeJournal(dir string, j map[string]string) error {
 	return nil
 }
 
-// putBytes makes dst a regular file holding data with permission bits perm, by one rename
-// from dst's fixed sibling.
-func putBytes(data []byte, dst string, perm uint32) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
+// putBytes makes the entry rel beneath the directory root a regular file holding data with
+// permission bits perm, by one rename from its fixed sibling; both are written relative to
+// the directory that holds rel, opened beneath root through no symlink (see openDirOf).
+func putBytes(data []byte, root, rel string, perm uint32) error {
+	dir, err := openDirOf(root, rel, true)
+	if err != nil {
 		return err
 	}
-	tmp := tempFor(dst)
-	fd, err := unix.Open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, perm)
+	defer unix.Close(dir)
+	dst := join(root, rel)
+	tname, tmp := tempName(path.Base(rel)), tempFor(dst)
+	fd, err := unix.Openat(dir, tname, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
 		return &pathError{op: "create", path: tmp, err: err}
 	}
@@ -183,8 +188,8 @@ func putBytes(data []byte, dst string, perm uint32) error {
 		return &pathError{op: "close", path: tmp, err: err}
 	}
 	step("write " + tmp)
-	if err := os.Rename(tmp, dst); err != nil {
-		return err
+	if err := unix.Renameat(dir, tname, dir, path.Base(rel)); err != nil {
+		return &pathError{op: "rename", path: dst, err: err}
 	}
 	step("rename " + dst)
 	return nil

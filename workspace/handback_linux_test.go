@@ -1,0 +1,114 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// outsideState is every entry under root: a file's content, a directory, a symlink's target.
+func outsideState(t *testing.T, root string) map[string]string {
+	t.Helper()
+	st := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.Type().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			st[p] = "file " + string(b)
+		case d.Type()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			st[p] = "symlink " + target
+		default:
+			st[p] = d.Type().String()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// A program that writes the parent can swap one of its directories for a symlink to one
+// outside (RENAME_EXCHANGE, over and over) while a child is handed back: the hand-back
+// creates, replaces and removes nothing outside the parent, whatever it reports.
+func TestHandbackNeverWritesOutside(t *testing.T) {
+	root := t.TempDir()
+	parent, outside := filepath.Join(root, "parent"), filepath.Join(root, "outside")
+	writeTree(t, parent, spec("a/f=parent f", "a/g=parent g", "a/h=parent h"))
+	writeTree(t, outside, spec("f=outside f", "g=outside g", "h=outside h"))
+	want := outsideState(t, outside)
+	a, alink := filepath.Join(parent, "a"), filepath.Join(parent, "alink")
+	if err := os.Symlink(outside, alink); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ok := 0
+	for i := range 60 {
+		dir := filepath.Join(root, fmt.Sprintf("ws%d", i))
+		if _, err := Clone(ctx, parent, dir, Options{NoSnapshot: true}); err != nil {
+			t.Fatal(err)
+		}
+		cp := filepath.Join(dir, CopyDir)
+		for name, data := range map[string]string{"a/f": fmt.Sprintf("child f %d", i), fmt.Sprintf("a/n%d", i): "child new"} {
+			if err := os.WriteFile(filepath.Join(cp, name), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Remove(filepath.Join(cp, "a/g")); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		p, err := Prepare(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		swapped := make(chan error, 1)
+		go func() {
+			var err error
+			n := 0
+			defer func() { swapped <- err }()
+			for {
+				select {
+				case <-stop:
+					if n%2 == 1 {
+						err = exchange(a, alink) // a is the directory again
+					}
+					return
+				default:
+				}
+				if err = exchange(a, alink); err != nil {
+					return
+				}
+				n++
+			}
+		}()
+		_, err = p.Merge(ctx)
+		close(stop)
+		if serr := <-swapped; serr != nil {
+			t.Fatal(serr)
+		}
+		if got := outsideState(t, outside); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("hand-back %d (error %v) changed the directory outside the parent:\n got %v\nwant %v", i, err, got, want)
+		}
+		if err == nil {
+			ok++
+		}
+		// The parent's a/g is back for the next child to remove.
+		if err := os.WriteFile(filepath.Join(a, "g"), []byte("parent g"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d of 60 hand-backs succeeded", ok)
+}
