@@ -214,6 +214,10 @@ func (k *kern) next(id string, d time.Duration) (wire.Frame, bool) {
 	return f, true
 }
 
+// guard bounds a wait for what must come: a hang detector, never part of what is tested,
+// and generous (race-built kernels started beside a busy machine's other work take seconds).
+const guard = 2 * time.Minute
+
 // hostRequest waits for the next host request, at most d.
 func (k *kern) hostRequest(d time.Duration) (wire.Frame, bool) {
 	// The deadline is set before the timer that wakes the wait at it: set after, it could
@@ -241,7 +245,7 @@ func (k *kern) hostRequest(d time.Duration) (wire.Frame, bool) {
 // reply waits for the reply to id, failing the test on a stream frame or on timeout.
 func (k *kern) reply(id string) wire.Frame {
 	k.t.Helper()
-	f, ok := k.next(id, 20*time.Second)
+	f, ok := k.next(id, guard)
 	if !ok {
 		k.t.Fatalf("no reply to %s", id)
 	}
@@ -310,7 +314,7 @@ func (k *kern) wait(id string) *ran {
 	k.t.Helper()
 	r := &ran{id: id, out: make(map[[2]int][]byte)}
 	for {
-		f, ok := k.next(id, 30*time.Second)
+		f, ok := k.next(id, guard)
 		if !ok {
 			k.t.Fatalf("exec %s: no reply", id)
 		}

@@ -36,7 +36,7 @@ func TestPing(t *testing.T) {
 // answer plays the host: it takes the next host request and replies to it.
 func (k *kern) answer(t *testing.T, wantType string, reply func(wire.Frame) *wire.Frame) wire.Frame {
 	t.Helper()
-	f, ok := k.hostRequest(10 * time.Second)
+	f, ok := k.hostRequest(guard)
 	if !ok {
 		t.Fatal("no host request")
 	}
@@ -111,7 +111,7 @@ func TestHostRequestsInFlight(t *testing.T) {
 	}
 	var reqs []wire.Frame
 	for range n {
-		f, ok := k.hostRequest(10 * time.Second)
+		f, ok := k.hostRequest(guard)
 		if !ok {
 			t.Fatal("host requests missing")
 		}
@@ -220,7 +220,7 @@ func TestHostRequestAtShutdown(t *testing.T) {
 	}
 	defer c.Close()
 	c.Write([]byte(`{"type":"fs.read"}` + "\n"))
-	if _, ok := k.hostRequest(10 * time.Second); !ok {
+	if _, ok := k.hostRequest(guard); !ok {
 		t.Fatal("no host request")
 	}
 	k.stdin.Close()
@@ -253,7 +253,7 @@ func TestHostRequestsBoundedByTheKernel(t *testing.T) {
 	}
 	var waiting []wire.Frame
 	for len(waiting) < wire.MaxHostRequests {
-		f, ok := k.hostRequest(20 * time.Second)
+		f, ok := k.hostRequest(guard)
 		if !ok {
 			t.Fatalf("%d host requests came, want %d", len(waiting), wire.MaxHostRequests)
 		}
@@ -269,7 +269,7 @@ func TestHostRequestsBoundedByTheKernel(t *testing.T) {
 		waiting = waiting[1:]
 		k.send(&wire.Frame{Event: wire.EventReply, ID: f.ID, Status: wire.StatusOK, Body: f.Body})
 		if answered+len(waiting)+1 < n {
-			next, ok := k.hostRequest(20 * time.Second)
+			next, ok := k.hostRequest(guard)
 			if !ok {
 				t.Fatalf("no host request after %d answers", answered+1)
 			}
