@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,6 +83,9 @@ func TestCallSettlesWithItsJob(t *testing.T) {
 // law: job_kill_ends_now
 func TestJobKill(t *testing.T) {
 	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "pid"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s := openLocal(t, dir, Config{})
 	ctx := context.Background()
 	res, err := s.Run(ctx, Call{Script: "echo a; sh -c 'echo $$ > pid; sleep 0.05; sleep 300 & sleep 300'; echo b", Budget: 200 * time.Millisecond})
@@ -90,16 +94,17 @@ func TestJobKill(t *testing.T) {
 	}
 	j, _ := s.Job(res.End.Job)
 	// Killed once its processes run (the budget may pass before they start on a busy
-	// machine): the pid file says they do.
+	// machine): the pid comes through a FIFO, whose read waits for the writer.
+	pidc := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(filepath.Join(dir, "pid"))
+		pidc <- b
+	}()
 	var b []byte
-	for deadline := time.Now().Add(time.Minute); ; {
-		if b, err = os.ReadFile(filepath.Join(dir, "pid")); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the job's processes did not start: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case b = <-pidc:
+	case <-time.After(guard):
+		t.Fatal("the job's processes did not start")
 	}
 	j.Kill()
 	select {
