@@ -1,9 +1,8 @@
-//go:build k8s
-
-// The kubernetes transport on the project's one-node cluster: a preview suite, not yet
-// part of .ci/run. Run it with `integration/k8s/up DIR`, the variables it writes to DIR/env
-// (set -a; . DIR/env), and `go test -tags k8s ./integration -run Kubernetes`; then
-// `integration/k8s/down DIR`.
+// The kubernetes transport on the project's one-node cluster (integration/k8s/up, which
+// .ci/run starts): the conformance and security suites, the differential test against bash,
+// and the faults (a pod deleted or evicted mid-step, the API server restarted mid-session).
+// The tests read the variables up writes to STATE/env (set -a; . STATE/env; set +a); without
+// PADDOCK_KUBECONFIG they skip, and fail when PADDOCK_REQUIRE_INTEGRATION=1.
 
 package integration
 
