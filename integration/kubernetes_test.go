@@ -484,13 +484,11 @@ func TestKubernetesAPIServerRestart(t *testing.T) {
 	if err != nil || stdout(res) != "after\n" {
 		t.Fatalf("a step after the restart: %v %v", res, err)
 	}
+	// The session tells of its kernel's replacement from a goroutine of its own.
 	select {
 	case <-replaced:
-	default:
+	case <-ctx.Done():
 		t.Errorf("the step after the restart ran, but the session's kernel was not replaced")
-	}
-	if now := sessionPods(t, ctx, c); len(now) != 1 || now[0] == first[0] {
-		t.Logf("pods after the restart: %v (the first, %s, is deleted as the API server answers again)", now, first[0])
 	}
 	if err := s.Close(); err != nil {
 		t.Error(err)
