@@ -8,18 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/paddockhq/paddock/client"
-	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/internal/prompt"
 	"github.com/paddockhq/paddock/orchestrator"
-	"github.com/paddockhq/paddock/session"
-	"github.com/paddockhq/paddock/workspace"
 )
 
 func init() { commands = append(commands, newRunCmd) }
@@ -46,11 +42,12 @@ status is the script's (126 when a step was refused).`,
 			if host := daemonHost(cmd.Flags()); host != "" {
 				return runHosted(ctx, cmd, host, dir, args[0], asJSON)
 			}
-			s, _, fin, err := openSession(ctx, cmd, dir, &sf.transportFlags)
+			l, err := sf.where(cmd, dir, api.OptionKeys()).Open(ctx)
 			if err != nil {
 				return err
 			}
-			defer fin()
+			defer l.Close()
+			s := l.Session
 			call := orchestrator.Call{Script: args[0]}
 			if !asJSON {
 				if term.IsTerminal(int(os.Stdin.Fd())) {
@@ -71,7 +68,7 @@ status is the script's (126 when a step was refused).`,
 			}
 			// A workspace copied to a box comes back when the session closes; a hand-back
 			// that conflicted is the run's outcome.
-			rep, err := fin()
+			rep, err := l.Close()
 			if err != nil {
 				return err
 			}
@@ -81,38 +78,6 @@ status is the script's (126 when a step was refused).`,
 	sf.register(cmd.Flags(), "the session's workspace and working directory", true)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as one JSON object instead of the output")
 	return cmd
-}
-
-// openSession opens a command's session in dir as run does: the settings (files, variables,
-// the command's flags: l), the transport, its notices told on the command's stderr. fin
-// closes the session and finishes what was prepared for it (a synced workspace comes back,
-// and what came back is shown), once.
-func openSession(ctx context.Context, cmd *cobra.Command, dir string, tf *transportFlags) (s *orchestrator.Session, l *config.Loaded, fin func() (*workspace.Report, error), err error) {
-	errOut := cmd.ErrOrStderr()
-	o, err := tf.sessionOptions(cmd, dir, api.OptionKeys())
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	p, err := session.Prepare(ctx, o)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	for _, n := range p.Notices {
-		fmt.Fprintln(errOut, "paddock:", n)
-	}
-	if s, err = orchestrator.Open(ctx, p.Config); err != nil {
-		p.Finish(ctx)
-		return nil, nil, nil, err
-	}
-	return s, o.Settings, sync.OnceValues(func() (*workspace.Report, error) {
-		err := s.Close()
-		rep, ferr := p.Finish(context.Background())
-		showHandback(errOut, rep.API())
-		if ferr != nil {
-			fmt.Fprintln(errOut, "paddock:", ferr)
-		}
-		return rep, errors.Join(err, ferr)
-	}), nil
 }
 
 // runHosted runs a script in a new session of the daemon at host, printing its output as
