@@ -7,6 +7,7 @@ package front
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 
 	"github.com/paddockhq/paddock/client"
@@ -15,6 +16,7 @@ import (
 	"github.com/paddockhq/paddock/errdefs"
 	"github.com/paddockhq/paddock/fanout"
 	"github.com/paddockhq/paddock/internal/place"
+	"github.com/paddockhq/paddock/internal/prompt"
 	"github.com/paddockhq/paddock/internal/sshfile"
 	"github.com/paddockhq/paddock/mcpserver"
 	"github.com/paddockhq/paddock/orchestrator"
@@ -48,25 +50,17 @@ func (l *Local) Close() (*workspace.Report, error) { return l.close() }
 // variable left out, a missing sftp subsystem), and handback what came back of a workspace
 // synced to a box when it closes.
 func Open(ctx context.Context, o session.Options, notice func(string), handback func(*api.Report)) (*Local, error) {
-	p, err := session.Prepare(ctx, o)
+	s, p, err := session.Open(ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	for _, n := range p.Notices {
 		notice(n)
 	}
-	s, err := orchestrator.Open(ctx, p.Config)
-	if err != nil {
-		p.Finish(ctx)
-		return nil, err
-	}
 	return &Local{Session: s, Settings: o.Settings, close: sync.OnceValues(func() (*workspace.Report, error) {
 		err := s.Close()
 		rep, ferr := p.Finish(context.Background())
 		handback(rep.API())
-		if ferr != nil { // told here too: a deferred Close's error is not returned
-			notice(ferr.Error())
-		}
 		return rep, errors.Join(err, ferr)
 	})}, nil
 }
@@ -191,7 +185,7 @@ func (w Where) Spawner(ctx context.Context, stateDir string) (fanout.Spawner, er
 		if err != nil {
 			return nil, err
 		}
-		return fanout.Open(ctx, o, stateDir, func(rep *workspace.Report, err error) {
+		return fanout.Open(ctx, o, stateDir, w.Notice, func(rep *workspace.Report, err error) {
 			w.Handback(rep.API()) // the root's workspace, synced to a box
 			if err != nil {
 				w.Notice(err.Error())
@@ -236,4 +230,80 @@ func (w Where) Settings(ctx context.Context) ([]api.Setting, error) {
 		w.Notice("warning: " + warn)
 	}
 	return got.Settings, err
+}
+
+// Script is a script to run in a session opened for it and closed after, as `paddock run`
+// runs one.
+type Script struct {
+	Script string
+	// Output, when set, gets each step's output as it comes: fd 1 or 2, and the bytes.
+	Output func(fd int, data []byte)
+	// In and Out, when set, are a terminal the session's questions are asked on; unset,
+	// a question is refused as unanswered.
+	In  io.Reader
+	Out io.Writer
+}
+
+// Run runs sc in a session opened where w says, and closes it: the script's result and
+// what came back of a workspace synced to a box (nil when none was; told to w.Handback
+// too). A failure of the hand-back (the box's work kept in a local copy only) is the
+// error, with the result all the same.
+func (w Where) Run(ctx context.Context, sc Script) (*api.Result, *api.Report, error) {
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if w.Host == "" {
+		l, err := w.Open(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer l.Close()
+		s := l.Session
+		if sc.In != nil {
+			t := prompt.New(sc.In, sc.Out, s.Answer)
+			defer s.Attach(t)()
+			go t.Run(tctx)
+		}
+		call := orchestrator.Call{Script: sc.Script}
+		if sc.Output != nil {
+			call.Live = func(_, fd int, data []byte) { sc.Output(fd, data) }
+		}
+		res, err := s.Run(ctx, call)
+		if err != nil {
+			return nil, nil, err
+		}
+		rep, err := l.Close()
+		return res.API(), rep.API(), err
+	}
+	req, err := w.Request()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := Dial(w.Host)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer c.Close()
+	o := client.RunOptions{Open: req, Script: sc.Script, Opened: func(s api.Session) {
+		for _, warn := range s.Warnings {
+			w.Notice(warn)
+		}
+	}}
+	if sc.Output != nil {
+		o.Output = func(fd int, data string) { sc.Output(fd, []byte(data)) }
+	}
+	if sc.In != nil {
+		prompt.AskFor(tctx, c, &o, sc.In, sc.Out)
+	}
+	ran, err := c.Run(ctx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	w.Handback(ran.Closed.Handback)
+	for _, warn := range ran.Closed.Warnings {
+		w.Notice("warning: " + warn)
+	}
+	if e := ran.Closed.HandbackError; e != "" { // the box's work is in a local copy only
+		err = errors.New(e)
+	}
+	return ran.Bash.Result, ran.Closed.Handback, err
 }
