@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -106,6 +107,20 @@ func Dir(ctx context.Context, dir string, cond func() bool) error {
 func File(ctx context.Context, path string) error {
 	return Dir(ctx, filepath.Dir(path), func() bool {
 		_, err := os.Lstat(path)
+		return err == nil
+	})
+}
+
+// Socket waits until the unix socket at path accepts a connection, trying at each change in
+// its directory. bind(2) makes the socket's file before listen(2), so a connection tried at
+// that change may be refused: the listener must change the file once it listens (a chmod,
+// as Paddock's daemon and containerd make) for the wait to see it.
+func Socket(ctx context.Context, path string) error {
+	return Dir(ctx, filepath.Dir(path), func() bool {
+		c, err := net.Dial("unix", path)
+		if err == nil {
+			c.Close()
+		}
 		return err == nil
 	})
 }
