@@ -350,3 +350,32 @@ func podmanRuntime(t *testing.T, ctx context.Context, host, id string) string {
 	}
 	return c.OCIRuntime
 }
+
+// `paddock doctor` checks the engine the user's settings name, and on Podman says the one
+// runtime a session gets there, its service's default: gVisor's service says runsc; runc's
+// says runc, with how to start a service for gVisor.
+func TestDoctorPodmanRuntime(t *testing.T) {
+	_, rhost := podmanRunscEngine(t)
+	_, phost := podmanEngine(t)
+	p, ok := session.Lookup("docker")
+	if !ok {
+		t.Fatal("no docker provider")
+	}
+	t.Setenv("DOCKER_HOST", "") // the environment's engine: Docker's default socket
+	for _, tc := range []struct {
+		host, detail string
+		fix          bool
+	}{{rhost, "runtime (--runtime): runsc alone", false}, {phost, "runtime (--runtime): runc alone", true}} {
+		conf := t.TempDir()
+		os.MkdirAll(filepath.Join(conf, "paddock"), 0o700)
+		os.WriteFile(filepath.Join(conf, "paddock", "settings.yaml"), []byte("kernelTransport:\n  docker:\n    host: "+tc.host+"\n"), 0o600)
+		t.Setenv("XDG_CONFIG_HOME", conf)
+		c := p.Check(testContext(t))
+		if !strings.Contains(c.Detail, "Podman") || !strings.Contains(c.Detail, tc.detail) {
+			t.Errorf("%s: %s", tc.host, c)
+		}
+		if got := strings.Contains(c.Fix, `runtime = "runsc"`); got != tc.fix {
+			t.Errorf("%s: the fix says how to run gVisor: %v, want %v: %s", tc.host, got, tc.fix, c)
+		}
+	}
+}
