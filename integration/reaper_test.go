@@ -98,7 +98,8 @@ func testReaper(t *testing.T, cli *client.Client, env []string) {
 		t.Fatalf("the live session has containers %v, %v", live, err)
 	}
 	if ids, err := docker.SessionContainers(ctx, cli, dead); err != nil || len(ids) != 0 {
-		t.Fatalf("after a new start the dead host's session still has containers %v, %v", ids, err)
+		n, rerr := docker.Reap(ctx, cli) // the start's reaper logs its errors nowhere a test sees
+		t.Fatalf("after a new start the dead host's session still has containers %v, %v; a reap now removes %d, %v", ids, err, n, rerr)
 	}
 	// A second reap finds nothing more, and the live session still answers.
 	if n, err := docker.Reap(ctx, cli); err != nil || n != 0 {
