@@ -453,7 +453,11 @@ func engineRuntime(ctx context.Context, cli *client.Client, name string) error {
 	if err != nil {
 		return fmt.Errorf("--runtime %s: the engine's runtimes: %w", name, err)
 	}
-	if v, err := cli.ServerVersion(ctx); err == nil && isPodman(v.Components) {
+	v, err := cli.ServerVersion(ctx)
+	if err != nil { // which engine it is decides whether its runtimes can be named at all
+		return fmt.Errorf("--runtime %s: the engine's version: %w", name, err)
+	}
+	if isPodman(v.Components) {
 		if info.DefaultRuntime == name {
 			return nil
 		}
