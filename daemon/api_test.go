@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -302,16 +303,23 @@ func TestAPIJobsDetachWaitKill(t *testing.T) {
 	// Kill: the job ends at once as killed, and every process it started is gone,
 	// grandchildren included.
 	mark := "paddock-kill-" + s.ID
-	r, err = d.c.Bash(ctx, s.ID, api.BashRequest{Script: "sh -c 'bash -c \"exec -a " + mark + " sleep 60\" & wait'"})
+	started := fifo(t, ws, "grandchild")
+	r, err = d.c.Bash(ctx, s.ID, api.BashRequest{Script: "sh -c 'bash -c \"echo \\$\\$ > grandchild; exec -a " + mark + " sleep 60\" & wait'"})
 	if err != nil || r.End.Kind != orchestrator.Detached {
 		t.Fatalf("%+v %v", r.Result, err)
 	}
-	eventually(t, 5*time.Second, "the grandchild starts", func() bool { return len(pidsNamed(mark)) > 0 })
+	grandchild, err := strconv.Atoi(strings.TrimSpace(hear(t, started))) // it runs
+	if err != nil {
+		t.Fatalf("the grandchild's pid: %v", err)
+	}
 	j, err = d.c.Kill(ctx, s.ID, r.End.Job)
 	if err != nil || !j.Done || j.Result.End.Kind != orchestrator.Killed {
 		t.Fatalf("killed: %+v %v", j, err)
 	}
-	eventually(t, 10*time.Second, "the killed job's grandchild ends", func() bool { return len(pidsNamed(mark)) == 0 })
+	gone(t, grandchild, "the killed job's grandchild")
+	if left := pidsNamed(mark); len(left) != 0 {
+		t.Errorf("processes named %s after the kill: %v", mark, left)
+	}
 	if j2, _ := d.c.Kill(ctx, s.ID, r.End.Job); j2.Result.End.Kind != orchestrator.Killed {
 		t.Errorf("a second kill changed the end: %+v", j2.Result.End)
 	}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/orchestrator/output"
 	"github.com/paddockhq/paddock/policy"
@@ -153,14 +155,59 @@ func (d *testDaemon) stop(t testing.TB) {
 	d.srv = nil
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+// guard bounds a wait for what must come: it only turns a hang into a failure.
+const guard = 2 * time.Minute
+
+// fifo makes a named pipe in dir: a program that opens it to write waits there until the
+// test reads it (hear).
+func fifo(t testing.TB, dir, name string) string {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	p := filepath.Join(dir, name)
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// hear reads a named pipe to its end: it waits for a program to open it, write and close it.
+func hear(t testing.TB, p string) string {
+	t.Helper()
+	c := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(p)
+		c <- b
+	}()
+	select {
+	case b := <-c:
+		return string(b)
+	case <-time.After(guard):
+		t.Fatalf("nothing wrote %s", p)
+		return ""
+	}
+}
+
+// gone waits for process pid to end.
+func gone(t testing.TB, pid int, what string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	if err := await.Exit(ctx, pid); err != nil {
+		t.Fatalf("%s (%d) still runs: %v", what, pid, err)
+	}
+}
+
+// settled waits for the process's goroutines and descriptors to fall to at most g and fd.
+// Nothing announces their end: this is a bounded poll.
+func settled(t testing.TB, g, fd int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	var g2, fd2 int
+	if err := await.Poll(ctx, 10*time.Millisecond, func() bool {
+		g2, fd2 = runtime.NumGoroutine(), openFDs(t)
+		return g2 <= g && fd2 <= fd
+	}); err != nil {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("leak: goroutines %d (was %d), descriptors %d (was %d)\n%s", g2, g, fd2, fd, buf[:runtime.Stack(buf, true)])
 	}
 }

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,6 +21,7 @@ import (
 	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/errdefs"
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/internal/peer"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/transport/docker"
@@ -211,26 +213,41 @@ func TestDaemonDockerSession(t *testing.T) {
 	if err != nil || j.Result.End.Kind != orchestrator.Finished || !strings.HasSuffix(j.Result.Steps[len(j.Result.Steps)-1].Stdout.Text, "end\n") {
 		t.Fatalf("waited: %v %+v", err, j.Result)
 	}
-	r, err = d.c.Bash(ctx, s.ID, api.BashRequest{Script: "sleep 600"})
+	// The killed job's process holds a named pipe's writing end: the test's read of it ends
+	// when the process is gone from the sandbox (TERM, then KILL after the kernel's grace).
+	held := fifo(t, ws, "held")
+	r, err = d.c.Bash(ctx, s.ID, api.BashRequest{Script: "sh -c 'exec sleep 600 > held'"})
 	if err != nil || r.End.Kind != orchestrator.Detached {
 		t.Fatalf("%v %+v", err, r.Result)
+	}
+	opened, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		f, err := os.Open(held) // waits for the writer
+		close(opened)
+		if err == nil {
+			io.Copy(io.Discard, f) // to the end: every writer gone
+			f.Close()
+		}
+	}()
+	select {
+	case <-opened: // it runs
+	case <-time.After(guard):
+		t.Fatal("the job's process did not start")
 	}
 	j, err = d.c.Kill(ctx, s.ID, r.End.Job)
 	if err != nil || j.Result.End.Kind != orchestrator.Killed {
 		t.Fatalf("killed: %v %+v", err, j.Result)
 	}
-	// Its process is gone from the sandbox (TERM, then KILL after the kernel's grace).
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		r, err := d.c.Bash(ctx, s.ID, api.BashRequest{Script: "ps -eo args"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(r.Steps[0].Stdout.Text, "sleep 600") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the killed job's process is still there:\n%s", orchestrator.ResultOf(r.Result))
-		}
+	select {
+	case <-ended:
+	case <-time.After(guard):
+		t.Fatal("the killed job's process still holds its pipe")
+	}
+	if r, err := d.c.Bash(ctx, s.ID, api.BashRequest{Script: "ps -eo args"}); err != nil {
+		t.Fatal(err)
+	} else if strings.Contains(r.Steps[0].Stdout.Text, "sleep 600") {
+		t.Fatalf("the killed job's process is still there:\n%s", orchestrator.ResultOf(r.Result))
 	}
 }
 
@@ -314,18 +331,17 @@ func TestLoadDocker(t *testing.T) {
 	t.Logf("%d steps over 20 docker sessions in %v: p50 %v, p99 %v", steps, time.Since(t0), lat[len(lat)/2], lat[len(lat)*99/100])
 
 	d.c.Close()
-	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Nothing announces that the last of them ended: a bounded poll.
+	cctx, ccancel := context.WithTimeout(context.Background(), guard)
 	defer ccancel()
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		ids := ourContainers(cctx, t)
-		g, fd := runtime.NumGoroutine(), openFDs(t)
-		if len(ids) == 0 && g <= baseG && fd <= baseFD {
-			break
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("leak: containers %v, goroutines %d (was %d), descriptors %d (was %d)\n%s", ids, g, baseG, fd, baseFD, buf[:runtime.Stack(buf, true)])
-		}
+	var ids []string
+	var ng, fd int
+	if err := await.Poll(cctx, 20*time.Millisecond, func() bool {
+		ids, ng, fd = ourContainers(cctx, t), runtime.NumGoroutine(), openFDs(t)
+		return len(ids) == 0 && ng <= baseG && fd <= baseFD
+	}); err != nil {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("leak: containers %v, goroutines %d (was %d), descriptors %d (was %d)\n%s", ids, ng, baseG, fd, baseFD, buf[:runtime.Stack(buf, true)])
 	}
 }
 

@@ -150,20 +150,11 @@ func TestLoad(t *testing.T) {
 		t.Errorf("sessions left: %d %v", len(list), err)
 	}
 	d.c.Close()
-	eventually(t, 10*time.Second, "no process left", func() bool { return len(childProcs()) == 0 })
-	var g2, fd2 int
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		g2, fd2 = runtime.NumGoroutine(), openFDs(t)
-		if g2 <= baseG && fd2 <= baseFD {
-			break
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("leak: goroutines %d (was %d), descriptors %d (was %d)\n%s", g2, baseG, fd2, baseFD, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
+	for _, p := range childProcs() { // no process left
+		pid, _ := strconv.Atoi(p)
+		gone(t, pid, "a child process")
 	}
+	settled(t, baseG, baseFD)
 }
 
 // BenchmarkDaemonStep is a one-step call ("echo N") through the daemon on its unix socket,

@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/internal/version"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/orchestrator/output"
@@ -29,7 +29,8 @@ func runDaemon(t *testing.T, state string, drain bool) (c *client.Client, socket
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
+	ran := make(chan struct{})
+	go func() { done <- srv.Run(ctx); close(ran) }()
 	stopped := false
 	stop = func() error {
 		if stopped {
@@ -44,10 +45,22 @@ func runDaemon(t *testing.T, state string, drain bool) (c *client.Client, socket
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	eventually(t, 60*time.Second, "the daemon answers on its socket", func() bool {
-		_, err := c.Health(context.Background())
-		return err == nil
-	})
+	// The daemon answers once its socket accepts (or its Run ended).
+	actx, acancel := context.WithTimeout(context.Background(), guard)
+	defer acancel()
+	go func() {
+		select {
+		case <-ran:
+			acancel()
+		case <-actx.Done():
+		}
+	}()
+	if err := await.Socket(actx, socket); err != nil {
+		t.Fatalf("the daemon does not listen on its socket: %v", err)
+	}
+	if _, err := c.Health(context.Background()); err != nil {
+		t.Fatalf("the daemon does not answer on its socket: %v", err)
+	}
 	return c, socket, stop
 }
 

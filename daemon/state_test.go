@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -222,14 +223,18 @@ func TestScriptedChildrenLeaveNothing(t *testing.T) {
 	if c, err := d.c.Collect(ctx, s.ID, kids[0], ""); err != nil || c.Handback == nil || len(c.Handback.Taken) != 1 {
 		t.Fatalf("%v %+v", err, c)
 	}
-	for done := false; !done; time.Sleep(10 * time.Millisecond) { // b's script has ended
-		info, err := d.c.Session(ctx, s.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, sp := range info.Spawned {
-			done = done || (sp.ID == kids[1] && sp.Done)
-		}
+	// b's script has ended, uncollected.
+	select {
+	case <-d.srv.ChildDone(s.ID, kids[1]):
+	case <-time.After(guard):
+		t.Fatal("b's script did not end")
+	}
+	info, err := d.c.Session(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(info.Spawned, func(sp api.SpawnedChild) bool { return sp.ID == kids[1] }); i < 0 || !info.Spawned[i].Done {
+		t.Fatalf("b after its script ended: %+v", info.Spawned)
 	}
 	if _, err := d.c.CloseSession(ctx, s.ID); err != nil {
 		t.Fatal(err)

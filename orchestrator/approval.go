@@ -99,6 +99,9 @@ type clients struct {
 	changed  chan struct{}        // guarded by mu: closed and replaced when a client leaves
 	joined   chan struct{}        // guarded by mu: closed and replaced when a client attaches
 	nextID   int                  // guarded by mu
+	// testAwaiting, a test's hook, is called (with mu held) each time a question begins to
+	// wait for a client to attach to the session.
+	testAwaiting func() // guarded by mu
 }
 
 // question is one open question at a session.
@@ -152,6 +155,9 @@ func (cl *clients) joining() <-chan struct{} {
 	defer cl.mu.Unlock()
 	if cl.joined == nil {
 		cl.joined = make(chan struct{})
+	}
+	if cl.testAwaiting != nil {
+		cl.testAwaiting()
 	}
 	return cl.joined
 }

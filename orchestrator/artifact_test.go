@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/orchestrator/output"
 )
 
@@ -180,14 +181,10 @@ func TestCallLimits(t *testing.T) {
 // waitGone waits for a process to end.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil || strings.Contains(string(b), ") Z ") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs", pid)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	if err := await.Exit(ctx, pid); err != nil {
+		t.Fatalf("process %d still runs: %v", pid, err)
 	}
 }
 

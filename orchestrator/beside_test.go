@@ -35,6 +35,23 @@ func release(t *testing.T, p, data string) {
 	f.Close()
 }
 
+// hear reads a named pipe to its end: it waits for a program to open it, write and close it.
+func hear(t *testing.T, p string) string {
+	t.Helper()
+	c := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(p)
+		c <- b
+	}()
+	select {
+	case b := <-c:
+		return string(b)
+	case <-time.After(guard):
+		t.Fatalf("nothing wrote %s", p)
+		return ""
+	}
+}
+
 // The kernel's shell judges each command as it starts; a background job's commands and the
 // ones after it run at once, as a pipeline's members do. A command that opens paths judged
 // while one that changes names is at work asks (nobody is attached: refused), whichever was

@@ -117,16 +117,7 @@ func TestJobKill(t *testing.T) {
 		t.Fatalf("killed result: %s", got)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d of the killed job still runs", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitGone(t, pid)
 	// The script's own end, coming after the kill, changed nothing.
 	s.wg.Wait()
 	if j.Result().End.Kind != Killed {

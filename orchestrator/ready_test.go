@@ -71,12 +71,21 @@ func TestReopenAsksAgainOnceReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	awaiting := make(chan struct{}, 1)
+	s.clients.mu.Lock()
+	s.clients.testAwaiting = func() {
+		select {
+		case awaiting <- struct{}{}:
+		default:
+		}
+	}
+	s.clients.mu.Unlock()
 	close(ready)
 	// The step asks again and, with no client, waits for one.
-	for deadline := time.Now().Add(30 * time.Second); !s.asking(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the job did not ask again: %+v", j.Result().End)
-		}
+	select {
+	case <-awaiting:
+	case <-time.After(guard):
+		t.Fatalf("the job did not ask again: %+v", j.Result().End)
 	}
 	s.Attach(&funcClient{kind: Interactive, notify: func(e Event) {
 		if e.Question != nil {

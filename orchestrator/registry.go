@@ -49,6 +49,17 @@ type SpawnedChild struct {
 	Done bool   `json:"done"`
 }
 
+// ChildDone returns a channel closed when the script of the child id (SpawnRun) ends; nil
+// when the session started no such child.
+func (s *Session) ChildDone(id string) <-chan struct{} {
+	s.kids.mu.Lock()
+	defer s.kids.mu.Unlock()
+	if cr := s.kids.all[id]; cr != nil {
+		return cr.job.Done()
+	}
+	return nil
+}
+
 // SpawnedChildren lists the children the session started with scripts, collected or not.
 func (s *Session) SpawnedChildren() []SpawnedChild {
 	s.kids.mu.Lock()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/local"
 	"github.com/paddockhq/paddock/transport/wire"
@@ -139,12 +140,16 @@ func TestReopenTakesUpJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	art := filepath.Join(state, "job.out")
-	// The exec prints its lines in three parts; after each of the first two it makes the file
-	// partK and waits for goK, which the test makes once that host has died and another took
-	// the job up: each host dies within the exec, after some of its output, however slow the
-	// machine.
-	src := "cd sub; export GREETING=hi; sh -c 'for i in $(seq 1 20); do echo line$i; done; : > ../part1; while [ ! -e ../go1 ]; do sleep 0.01; done; " +
-		"for i in $(seq 21 30); do echo line$i; done; : > ../part2; while [ ! -e ../go2 ]; do sleep 0.01; done; " +
+	// The exec prints its lines in three parts; after each of the first two it opens the
+	// named pipe partK, which the test reads, and waits on goK, which the test opens once
+	// that host has died and another took the job up: each host dies within the exec, after
+	// some of its output, however slow the machine.
+	for k := 1; k <= 2; k++ {
+		fifo(t, ws, fmt.Sprintf("part%d", k))
+		fifo(t, ws, fmt.Sprintf("go%d", k))
+	}
+	src := "cd sub; export GREETING=hi; sh -c 'for i in $(seq 1 20); do echo line$i; done; : > ../part1; : < ../go1; " +
+		"for i in $(seq 21 30); do echo line$i; done; : > ../part2; : < ../go2; " +
 		"for i in $(seq 31 40); do echo line$i; done'; echo $GREETING $PWD > ../after.txt; echo end"
 	res, err := s.Run(ctx, Call{Script: src, Budget: 150 * time.Millisecond, Artifact: art})
 	if err != nil || res.End.Kind != Detached {
@@ -159,25 +164,25 @@ func TestReopenTakesUpJobs(t *testing.T) {
 		var dead atomic.Bool
 		var mu sync.Mutex
 		var last JobState
+		running := make(chan struct{})
+		var once sync.Once
 		j.Persist(func(st JobState) {
 			if !dead.Load() {
 				mu.Lock()
 				last = st
 				mu.Unlock()
+				if st.Exec != "" {
+					once.Do(func() { close(running) })
+				}
 			}
 		})
 		// Once the job's exec runs, and has written part k of its output, the host dies: its
 		// connection ends, and nothing it holds counts any more.
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			mu.Lock()
-			running := last.Exec != ""
-			mu.Unlock()
-			if _, err := os.Stat(filepath.Join(ws, fmt.Sprintf("part%d", k))); err == nil && running {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the job's exec did not write part %d", k)
-			}
+		hear(t, filepath.Join(ws, fmt.Sprintf("part%d", k)))
+		select {
+		case <-running:
+		case <-time.After(guard):
+			t.Fatalf("the job's exec is not running after part %d", k)
 		}
 		mu.Lock()
 		dead.Store(true)
@@ -191,7 +196,7 @@ func TestReopenTakesUpJobs(t *testing.T) {
 		if j, err = s.Job(js.ID); err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(ws, fmt.Sprintf("go%d", k)), nil, 0o644)
+		release(t, filepath.Join(ws, fmt.Sprintf("go%d", k)), "")
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -359,15 +364,10 @@ func TestReopenKillsOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fifo(t, ws, "pid")
 	go s.Run(ctx, Call{Script: "sh -c 'echo $$ > pid; exec sleep 30'", Budget: -1})
-	var pid int
-	deadline := time.Now().Add(10 * time.Second)
-	for pid == 0 && time.Now().Before(deadline) {
-		b, _ := os.ReadFile(filepath.Join(ws, "pid"))
-		fmt.Sscan(string(b), &pid)
-		time.Sleep(10 * time.Millisecond)
-	}
-	if pid == 0 {
+	pid, _ := strconv.Atoi(strings.TrimSpace(hear(t, filepath.Join(ws, "pid"))))
+	if pid <= 0 {
 		t.Fatal("the call did not start")
 	}
 	cut(s)
@@ -376,11 +376,10 @@ func TestReopenKillsOrphans(t *testing.T) {
 			t.Fatalf("the kernel holds %+v", res.Execs)
 		}
 	})
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline.Add(10 * time.Second)) {
-			t.Fatalf("the orphan %d still runs", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
+	gctx, cancel := context.WithTimeout(ctx, guard)
+	defer cancel()
+	if err := await.Exit(gctx, pid); err != nil {
+		t.Fatalf("the orphan %d still runs: %v", pid, err)
 	}
 	if r, err := s2.Bash(ctx, "echo new"); err != nil || r.Steps[0].Stdout.Text != "new\n" {
 		t.Errorf("a new step: %v %+v", err, r)

@@ -13,16 +13,43 @@ import (
 	"github.com/paddockhq/paddock/orchestrator"
 )
 
-// syncBuffer is a buffer written by one goroutine and read by another.
+// syncBuffer is a buffer written by one goroutine and read by another, which can wait for
+// what it holds (await).
 type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
+	mu      sync.Mutex
+	b       strings.Builder
+	written chan struct{} // guarded by mu: closed and replaced at each write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
+}
+
+// await waits until cond holds of what the buffer holds, looking again at each write.
+func (s *syncBuffer) await(ctx context.Context, cond func(string) bool) error {
+	for {
+		s.mu.Lock()
+		held := s.b.String()
+		if s.written == nil {
+			s.written = make(chan struct{})
+		}
+		w := s.written
+		s.mu.Unlock()
+		if cond(held) {
+			return nil
+		}
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (s *syncBuffer) String() string {
@@ -56,15 +83,13 @@ func TestAttach(t *testing.T) {
 	var out, errOut syncBuffer
 	attached := make(chan error, 1)
 	go func() { attached <- Attach(ctx, c, s.ID, inR, &out, &errOut, false) }()
-	eventually := func(what string, cond func() bool) {
+	shows := func(b *syncBuffer, what, want string) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s; stdout %q, stderr %q", what, out.String(), errOut.String())
-			}
+		if b.await(ctx, func(s string) bool { return strings.Contains(s, want) }) != nil {
+			t.Fatalf("%s; stdout %q, stderr %q", what, out.String(), errOut.String())
 		}
 	}
-	eventually("attached", func() bool { return strings.Contains(errOut.String(), "attached to session") })
+	shows(&errOut, "attached", "attached to session")
 
 	r, err := c.Bash(ctx, s.ID, api.BashRequest{Script: "echo hello; touch $'a\\tb'"})
 	if err != nil || r.End.Kind != orchestrator.Finished {
@@ -77,7 +102,7 @@ func TestAttach(t *testing.T) {
 	if err != nil || r.End.Kind != orchestrator.Refused || r.End.Code != "denied" {
 		t.Fatalf("Enter alone: %v %+v", err, r.Result)
 	}
-	eventually("the output shown", func() bool { return strings.Contains(out.String(), "hello\n") })
+	shows(&out, "the output shown", "hello\n")
 	prompts := errOut.String()
 	for _, want := range []string{
 		"a step asks to run step 2 [write]:\n  touch $'a\\x09b'\n",

@@ -2,6 +2,7 @@ package local
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/transport"
 )
 
@@ -56,26 +58,31 @@ func kernelPath(t *testing.T) string {
 	return k
 }
 
-// gone waits until pid no longer runs (or is a zombie nobody reaps).
-func gone(pid int, within time.Duration) bool {
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-		if err != nil {
-			return true
-		}
-		if f := strings.Fields(string(b)); len(f) > 2 && f[2] == "Z" {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
+// running reports whether pid runs (is there and no zombie).
+func running(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
 	}
-	return false
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// gone waits until pid no longer runs (or is a zombie nobody reaps).
+func gone(pid int) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return await.Exit(ctx, pid) == nil
 }
 
 // The kernel exits when its host dies, even by SIGKILL, and so does every process it
 // started: a kernel killed outright by its host's death could not end them.
 func TestKernelEndsWithHost(t *testing.T) {
 	childFile := filepath.Join(t.TempDir(), "child.pid")
+	// A named pipe: the read of the child's pid waits for the child to write it.
+	if err := syscall.Mkfifo(childFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	host := exec.Command(os.Args[0], "-test.run=^$")
 	host.Env = append(os.Environ(), "PADDOCK_TEST_HOST="+kernelPath(t), "PADDOCK_TEST_CHILD="+childFile)
 	out, err := host.StdoutPipe()
@@ -94,25 +101,30 @@ func TestKernelEndsWithHost(t *testing.T) {
 	if err != nil {
 		t.Fatalf("host said %q", line)
 	}
-	if gone(pid, 0) {
+	if !running(pid) {
 		t.Fatal("the kernel is not running")
 	}
-	var child int
-	for deadline := time.Now().Add(10 * time.Second); child == 0; time.Sleep(10 * time.Millisecond) {
+	said := make(chan []byte, 1)
+	go func() {
 		b, _ := os.ReadFile(childFile)
-		if c, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			child = c
-		} else if time.Now().After(deadline) {
-			t.Fatal("the kernel's child never started")
+		said <- b
+	}()
+	var child int
+	select {
+	case b := <-said:
+		if child, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
+			t.Fatalf("the kernel's child said %q", b)
 		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the kernel's child never started")
 	}
 	host.Process.Signal(syscall.SIGKILL)
 	host.Wait()
-	if !gone(pid, 10*time.Second) {
+	if !gone(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("kernel %d outlived its host", pid)
 	}
-	if !gone(child, 10*time.Second) {
+	if !gone(child) {
 		syscall.Kill(child, syscall.SIGKILL)
 		t.Fatalf("the kernel's child %d outlived the host", child)
 	}

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/pathmap"
@@ -120,14 +122,9 @@ func TestKernelOrphanedOnTheBox(t *testing.T) {
 		t.Fatalf("the kernel's pid %q: %v", kpid, err)
 	}
 	b.pool.Close() // the host goes, and does not come back
-	for {
-		if _, err := os.Stat("/proc/" + kpid); os.IsNotExist(err) {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the orphaned kernel did not end")
-		}
-		time.Sleep(20 * time.Millisecond) // polling a process's end: there is no event to wait on
+	pid, _ := strconv.Atoi(kpid)
+	if err := await.Exit(ctx, pid); err != nil {
+		t.Fatalf("the orphaned kernel did not end: %v", err)
 	}
 	pool := &ssh.Pool{Dialer: b.srv.Dialer(), Idle: -1}
 	defer pool.Close()

@@ -21,9 +21,11 @@ import (
 	xssh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/ssh"
 	"github.com/paddockhq/paddock/transport/ssh/sshtest"
+	"github.com/paddockhq/paddock/transport/wire"
 )
 
 func wantCode(t *testing.T, err error, code string) {
@@ -217,15 +219,44 @@ func kernelProcs(dir string) []int {
 	return out
 }
 
-// eventually polls cond until it holds or the deadline passes.
+// eventually waits until cond holds. It is for what no event announces (a count of
+// goroutines, of a pool's connections): a bounded poll.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", within, what)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if await.Poll(ctx, 20*time.Millisecond, cond) != nil {
+		t.Fatalf("after %v: %s", within, what)
+	}
+}
+
+// ended waits for the processes pids to end, on their pidfds.
+func ended(t *testing.T, what string, pids ...int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, pid := range pids {
+		if err := await.Exit(ctx, pid); err != nil {
+			t.Fatalf("%s: %d still runs: %v", what, pid, err)
 		}
-		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ping sends a kernel a ping and reads its reply: the kernel runs.
+func ping(t *testing.T, k transport.Kernel) {
+	t.Helper()
+	if err := wire.NewWriter(k.Stdin()).Write(&wire.Frame{Event: wire.EventRequest, ID: "ping", Type: wire.TypePing, Body: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	r := wire.NewReader(k.Stdout())
+	for {
+		l, err := r.Next()
+		if err != nil {
+			t.Fatalf("the kernel's reply to ping: %v", err)
+		}
+		if f, err := wire.Decode(l.Bytes); err == nil && f.ID == "ping" {
+			return
+		}
 	}
 }
 
@@ -253,21 +284,36 @@ func TestServerKilledMidSession(t *testing.T) {
 	if res, err := s.Bash(context.Background(), "true"); err != nil || res.End.Status != 0 {
 		t.Fatal(err, res)
 	}
-	eventually(t, 5*time.Second, "two kernels running", func() bool { return len(kernelProcs(b.cache)) == 2 })
-	// A call in flight when the server dies ends with an error, never hangs.
+	ping(t, k)
+	kernels := kernelProcs(b.cache) // the session's and k, both answering
+	if len(kernels) != 2 {
+		t.Fatalf("kernels running: %v", kernels)
+	}
+	// A call in flight when the server dies ends with an error, never hangs. Its process
+	// says it runs through a named pipe.
+	started := filepath.Join(dir, "started")
+	if err := syscall.Mkfifo(started, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	inFlight := make(chan error, 1)
 	go func() {
-		_, err := s.Bash(context.Background(), "sleep 60")
+		_, err := s.Bash(context.Background(), "sh -c 'echo $$ > started; exec sleep 60'")
 		inFlight <- err
 	}()
-	eventually(t, 5*time.Second, "sleep running", func() bool {
-		for _, p := range sshtest.Procs() {
-			if p.Comm == "sleep" && strings.HasPrefix(kernelExe(p.PPid), b.cache) {
-				return true
-			}
+	said := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(started)
+		said <- b
+	}()
+	select {
+	case line := <-said:
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(line)))
+		if p, ok := sshtest.Procs()[pid]; !ok || !strings.HasPrefix(kernelExe(p.PPid), b.cache) {
+			t.Fatalf("the call's process %q is no kernel's child: %+v", line, p)
 		}
-		return false
-	})
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the call's process did not start")
+	}
 	start := time.Now()
 	if n := b.srv.Kill(); n < 2 {
 		t.Fatalf("killed %d sshd processes; want the listener and the connection's", n)
@@ -290,29 +336,24 @@ func TestServerKilledMidSession(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("the call in flight did not end within 3s of the server's death")
 	}
-	// The session: calls fail (the kernel is gone) and, once the session has seen its
-	// kernel end, fail with the typed reason: the box cannot be reached to start another.
+	// The session: once it has seen its kernel end (the call in flight heard of it), a call
+	// fails with the typed reason: the box cannot be reached to start another.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for {
-		_, err := s.Bash(ctx, "true")
-		if err == nil {
-			t.Fatal("a call on a session whose server died succeeded")
-		}
-		if ssh.CodeOf(err) == ssh.CodeUnreachable {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("no typed error from the session within 5s: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if _, err := s.Bash(ctx, "true"); err == nil {
+		t.Fatal("a call on a session whose server died succeeded")
+	} else if ssh.CodeOf(err) != ssh.CodeUnreachable {
+		t.Fatalf("no typed error from the session: %v", err)
 	}
 	if el := time.Since(start); el > 4*time.Second {
 		t.Fatalf("the session took %v to fail", el)
 	}
 	k.Kill()
 	s.Close()
-	eventually(t, 5*time.Second, "kernel processes left on the box", func() bool { return len(kernelProcs(b.cache)) == 0 })
+	ended(t, "a kernel process left on the box", kernels...)
+	if left := kernelProcs(b.cache); len(left) != 0 {
+		t.Fatalf("kernel processes left on the box: %v", left)
+	}
 	b.pool.Close()
 	eventually(t, 5*time.Second, "goroutines left", func() bool { return runtime.NumGoroutine() <= base+2 })
 }

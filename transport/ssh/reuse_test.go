@@ -107,17 +107,18 @@ func TestCloseEndsKernelAndGroups(t *testing.T) {
 			t.Fatalf("sleep %d is not running before the close", pid)
 		}
 	}
+	kernels := kernelProcs(b.cache) // the session's, which answered
+	if len(kernels) != 1 {
+		t.Fatalf("kernels running: %v", kernels)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the kernel's processes outlived the session", func() bool {
-		for _, pid := range pids {
-			if syscall.Kill(pid, 0) == nil {
-				return false
-			}
-		}
-		return len(kernelProcs(b.cache)) == 0
-	})
+	ended(t, "the kernel's processes outlived the session", pids...)
+	ended(t, "the kernel outlived the session", kernels...)
+	if left := kernelProcs(b.cache); len(left) != 0 {
+		t.Fatalf("kernel processes left: %v", left)
+	}
 }
 
 // A server that allows two channels per connection (MaxSessions 2): a third kernel goes on
