@@ -44,6 +44,9 @@ type Env struct {
 	// container's spec alone (a unit test of the spec holds it) and the suite checks the
 	// working directories of the commands it runs.
 	HidesProcCwd bool
+	// Ephemeral: the sandbox is fresh and removed at its end (a container, a pod), so a path
+	// under none of its mounts is its own, not the host's (orchestrator.Config.Ephemeral).
+	Ephemeral bool
 	// Leftovers returns what is left, after a session of this id ended, of the session's
 	// sandbox and of the processes named (pids as the sandbox sees them); nothing is nil.
 	Leftovers func(ctx context.Context, session string, pids []int) []string
@@ -91,6 +94,7 @@ func open(t *testing.T, ctx context.Context, e Env, handlers map[string]orchestr
 		Kernel:    e.Kernel,
 		Env:       e.Environ(hostEnv, names),
 		PathMap:   e.PathMap,
+		Ephemeral: e.Ephemeral,
 		Handlers:  handlers,
 	})
 	if err != nil {

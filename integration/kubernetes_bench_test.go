@@ -44,7 +44,7 @@ func k8sBenchEnv(b *testing.B, c cluster, kernel, ws string) orchestrator.Config
 	env, _ := environ.Sandbox(os.Environ(), nil, sandboxEnv, pm)
 	tr := c.transport(b, docker.Hardening{})
 	tr.Stderr = nil
-	return orchestrator.Config{Workspace: ws, Transport: tr, Kernel: kernel, Env: env, PathMap: pm}
+	return orchestrator.Config{Workspace: ws, Transport: tr, Kernel: kernel, Env: env, PathMap: pm, Ephemeral: true}
 }
 
 func benchCluster(b *testing.B) cluster {
