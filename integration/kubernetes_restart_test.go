@@ -21,6 +21,9 @@ import (
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/pool"
+	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/docker"
+	"github.com/paddockhq/paddock/transport/kubernetes"
 )
 
 // k8sDaemonEnv is the environment of a paddock serve whose sessions run on the test
@@ -175,4 +178,32 @@ func TestKubernetesDaemonRestart(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// listenAll starts every kernel listening in a directory of its own under dir, as a
+// daemon's sessions do.
+type listenAll struct {
+	*kubernetes.Transport
+	dir string
+}
+
+func (l listenAll) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	spec.Listen, spec.Key = filepath.Join(l.dir, randomName("k-")), randomName("key-")
+	return l.Transport.Start(ctx, spec)
+}
+
+// The conformance suite on kernels that listen in their pods, reached through a join exec:
+// the frames of a listening kernel go through the same contract. A listening kernel keeps
+// the key in its memory alone, so it makes itself undumpable, and its /proc/PID/cwd is
+// closed to the sandbox's programs (its container's working directory is the spec's: the
+// plan's unit tests hold it).
+func TestConformanceKubernetesListening(t *testing.T) {
+	c := k8sCluster(t)
+	kernel := kernelBinary(t)
+	RunConformance(t, func(t *testing.T) Env {
+		e := k8sEnv(t, c, kernel, docker.Hardening{User: "0:0"})
+		e.Transport = listenAll{Transport: e.Transport.(*kubernetes.Transport), dir: t.TempDir()}
+		e.Listens, e.HidesProcCwd = true, true
+		return e
+	})
 }
