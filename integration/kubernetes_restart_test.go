@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -206,4 +208,50 @@ func TestConformanceKubernetesListening(t *testing.T) {
 		e.Listens, e.HidesProcCwd = true, true
 		return e
 	})
+}
+
+// A listening kernel's pod deleted while a step runs: the deletion's TERM reaches the kernel
+// itself (the pod's first process), which ends the step as a TERM ends it, reports that,
+// and exits, as a Docker sandbox's listening kernel does when its container is stopped. The
+// session's next step runs on a new pod; closing it leaves nothing, pod or goroutine (the
+// pods' watches and the joins' exec streams included).
+func TestKubernetesListeningPodDeletedMidStep(t *testing.T) {
+	c := k8sCluster(t)
+	noPods(t, context.Background(), c)
+	before := runtime.NumGoroutine()
+	ctx := testContext(t)
+	e := k8sEnv(t, c, kernelBinary(t), docker.Hardening{})
+	tr := listenAll{Transport: e.Transport.(*kubernetes.Transport), dir: t.TempDir()}
+	s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: e.Workspace, Transport: tr, Kernel: e.Kernel,
+		Env: e.Environ(os.Environ(), nil), PathMap: e.PathMap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := sessionPods(t, ctx, c)
+	if len(pods) != 1 {
+		t.Fatalf("pods of the session: %v", pods)
+	}
+	var once sync.Once
+	res, err := s.Run(ctx, orchestrator.Call{
+		Script: `echo started; sleep 1000`,
+		Live: func(_, fd int, data []byte) {
+			if strings.Contains(string(data), "started") {
+				once.Do(func() {
+					if err := c.Client.CoreV1().Pods(c.Namespace).Delete(ctx, pods[0], metav1.DeleteOptions{}); err != nil {
+						t.Errorf("the pod was not deleted: %v", err)
+					}
+				})
+			}
+		},
+	})
+	if err != nil || len(res.Steps) != 2 || res.Steps[1].Status != 128+int(syscall.SIGTERM) {
+		t.Errorf("the step ended with %v %s, want it ended by the TERM", err, res)
+	}
+	podGone(t, ctx, c, pods[0])
+	if out := stdout(bash(t, ctx, s, `cat /proc/sys/kernel/hostname`)); strings.TrimSpace(out) == pods[0] || out == "" {
+		t.Errorf("the next step ran in %q, want a new pod", out)
+	}
+	s.Close()
+	noPods(t, ctx, c)
+	settled(t, before+2)
 }
