@@ -18,8 +18,8 @@ import (
 )
 
 // Exit waits for process pid to end; a process that is gone already, or a zombie not yet
-// reaped, has ended. It works for any process the caller may signal, its child or not: the
-// wait is a poll(2) on a pidfd, which becomes readable when the process exits.
+// reaped, has ended. It works for any process, the caller's child or not: the wait is a
+// poll(2) on a pidfd, which becomes readable when the process exits.
 func Exit(ctx context.Context, pid int) error {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if errors.Is(err, unix.ESRCH) {
