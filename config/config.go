@@ -74,7 +74,8 @@ type KernelTransport struct {
 }
 
 // Kubernetes configures pod sandboxes (kind kubernetes). The confinement is the docker
-// settings' (memory, user, writableRoot) where a pod applies it.
+// settings' (memory, user, writableRoot) where a pod applies it, and so is the pool: warm
+// pods are kept by kernelTransport.docker.pool, as warm containers are.
 type Kubernetes struct {
 	Kubeconfig  string `mapstructure:"kubeconfig" json:"kubeconfig"`   // "": KUBECONFIG, ~/.kube/config, else in-cluster
 	Context     string `mapstructure:"context" json:"context"`         // "": the kubeconfig's current context
@@ -105,7 +106,7 @@ type Docker struct {
 	Pids         int64  `mapstructure:"pids" json:"pids"`                 // process limit
 	User         string `mapstructure:"user" json:"user"`                 // "": the image's
 	WritableRoot bool   `mapstructure:"writableRoot" json:"writableRoot"` // the root filesystem is read-only unless set
-	Pool         int    `mapstructure:"pool" json:"pool"`                 // warm sandboxes kept per image
+	Pool         int    `mapstructure:"pool" json:"pool"`                 // warm sandboxes kept per image (containers, pods)
 	// Host is the engine's API endpoint, as DOCKER_HOST names one: Podman's Docker-compatible
 	// service (unix:///run/podman/podman.sock) makes Podman the docker transport's engine;
 	// "": DOCKER_HOST, else the local Docker engine.

@@ -16,14 +16,14 @@ import (
 )
 
 // SocketName is the socket's name in its directory.
-const SocketName = "paddock.sock"
+const SocketName = place.SocketName
 
 // DefaultDir is the default socket directory: $TMPDIR/paddock-<uid>, /tmp when TMPDIR is
 // unset (place.SocketDir).
 func DefaultDir() string { return place.SocketDir() }
 
 // DefaultSocket is the default socket path.
-func DefaultSocket() string { return filepath.Join(DefaultDir(), SocketName) }
+func DefaultSocket() string { return place.Socket() }
 
 // SocketPath is the socket a daemon's address names: a path (made absolute), or
 // unix://PATH. A daemon serves only a unix socket, whose directory and peers it can check;

@@ -263,9 +263,10 @@ func (e *embedded) Child(ctx context.Context, i int, name, script string, spawne
 // one, with the children's clones, conflicts and reports in stateDir: "" makes a new
 // directory beside the workspace, on its filesystem so that the clones are reflinks or
 // snapshots, removed at the end once empty (a conflicted child's directory stays, named in
-// the report). done gets what Finish handed back of the root's own workspace (one synced to
-// a box), once the children are closed.
-func Open(ctx context.Context, o session.Options, stateDir string, done func(*workspace.Report, error)) (Spawner, error) {
+// the report). notice gets what the user must be told of the root session (a variable left
+// out, a missing sftp subsystem); done gets what Finish handed back of the root's own
+// workspace (one synced to a box), once the children are closed.
+func Open(ctx context.Context, o session.Options, stateDir string, notice func(string), done func(*workspace.Report, error)) (Spawner, error) {
 	made := stateDir == ""
 	if made {
 		var err error
@@ -279,6 +280,11 @@ func Open(ctx context.Context, o session.Options, stateDir string, done func(*wo
 			os.RemoveAll(stateDir)
 		}
 		return nil, err
+	}
+	for _, n := range p.Notices {
+		if notice != nil {
+			notice(n)
+		}
 	}
 	cfg := p.Config
 	cfg.StateDir = stateDir

@@ -1,9 +1,5 @@
-//go:build k8s
-
-// The kubernetes transport on the project's one-node cluster: a preview suite, not yet
-// part of .ci/run. Run it with `integration/k8s/up DIR`, the variables it writes to DIR/env
-// (set -a; . DIR/env), and `go test -tags k8s ./integration -run Kubernetes`; then
-// `integration/k8s/down DIR`.
+// The kubernetes transport's benchmarks against kubectl, on the project's one-node cluster
+// (integration/k8s/up; see kubernetes_test.go for the variables they read).
 
 package integration
 

@@ -1,9 +1,8 @@
-//go:build k8s
-
-// The kubernetes transport on the project's one-node cluster: a preview suite, not yet
-// part of .ci/run. Run it with `integration/k8s/up DIR`, the variables it writes to DIR/env
-// (set -a; . DIR/env), and `go test -tags k8s ./integration -run Kubernetes`; then
-// `integration/k8s/down DIR`.
+// The kubernetes transport on the project's one-node cluster (integration/k8s/up, which
+// .ci/run starts): the conformance and security suites, the differential test against bash,
+// and the faults (a pod deleted or evicted mid-step, the API server restarted mid-session).
+// The tests read the variables up writes to STATE/env (set -a; . STATE/env; set +a); without
+// PADDOCK_KUBECONFIG they skip, and fail when PADDOCK_REQUIRE_INTEGRATION=1.
 
 package integration
 
@@ -22,9 +21,15 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	k8s "k8s.io/client-go/kubernetes"
 
@@ -314,32 +319,43 @@ func sessionPods(t testing.TB, ctx context.Context, c cluster) []string {
 }
 
 // settled waits until the goroutines of this process are back to at most n (the exec
-// streams' and watches' have ended), failing after a while.
+// streams' and watches' have ended). Go tells of no goroutine's end, so the count is read
+// again every 20 ms, for at most 30 s: their owners have already waited for them, and what
+// is left ends at once (a stream's closing read).
 func settled(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for runtime.NumGoroutine() > n {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines left, %d before:\n%s", runtime.NumGoroutine(), n, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return runtime.NumGoroutine() <= n, nil
+	})
+	if err != nil {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines left, %d before:\n%s", runtime.NumGoroutine(), n, buf[:runtime.Stack(buf, true)])
 	}
 }
 
-// noPods waits until no pod of this process is left, failing after a while.
+// noPods waits until no pod of this process is left: a watch of them (an informer's, which
+// lists them again when its watch breaks, as an API server's restart breaks it), for at
+// most a minute.
 func noPods(t *testing.T, ctx context.Context, c cluster) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		left := sessionPods(t, ctx, c)
-		if len(left) == 0 {
-			return
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	lw := cache.NewFilteredListWatchFromClient(c.Client.CoreV1().RESTClient(), "pods", c.Namespace, func(o *metav1.ListOptions) {
+		o.LabelSelector = kubernetes.LabelManaged + "=1," + docker.LabelPID + "=" + strconv.Itoa(os.Getpid())
+	})
+	var pods cache.Store
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, func(s cache.Store) (bool, error) {
+		pods = s
+		return len(s.ListKeys()) == 0, nil
+	}, func(watch.Event) (bool, error) {
+		return len(pods.ListKeys()) == 0, nil
+	})
+	if err != nil {
+		var left []string
+		if pods != nil {
+			left = pods.ListKeys()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pods left: %v", left)
-		}
-		time.Sleep(50 * time.Millisecond)
+		t.Fatalf("pods left: %v (%v)", left, err)
 	}
 }
 
@@ -429,8 +445,9 @@ func TestKubernetesAPIServerRestart(t *testing.T) {
 	settled(t, before+2)
 }
 
-// restartAPIServer stops the test cluster's API server and starts it again with the same
-// command line, and waits until it is ready.
+// restartAPIServer stops the test cluster's API server and starts it again by its binary's
+// path, with the arguments and environment of the one that ran (its /proc/PID/cmdline and
+// environ), and waits until it is ready.
 func restartAPIServer(t *testing.T, c cluster) {
 	t.Helper()
 	pidFile := filepath.Join(c.State, "kube-apiserver.pid")
@@ -442,48 +459,106 @@ func restartAPIServer(t *testing.T, c cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	argv := procStrings(t, pid, "cmdline")
+	env := procStrings(t, pid, "environ")
+	if len(argv) == 0 {
+		t.Fatalf("the API server (pid %d) has no command line", pid)
+	}
+	// Its binary: argv[0] when it is a path, else argv[0] found on the PATH it ran with
+	// (/proc/PID/exe is no help when its build cache's file was replaced since it started).
+	bin := argv[0]
+	if !strings.Contains(bin, "/") {
+		for _, kv := range env {
+			if dirs, ok := strings.CutPrefix(kv, "PATH="); ok {
+				for _, d := range filepath.SplitList(dirs) {
+					if fi, err := os.Stat(filepath.Join(d, bin)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+						bin = filepath.Join(d, bin)
+						break
+					}
+				}
+			}
+		}
+	}
+	if !filepath.IsAbs(bin) {
+		t.Fatalf("the API server's binary %q is not found on the PATH it ran with", argv[0])
+	}
+	// Its end is waited on through a pidfd (it is not this process's child): poll(2) finds
+	// the descriptor readable once the process has ended.
+	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
+		t.Fatalf("pidfd of the API server (pid %d): %v", pid, err)
+	}
+	if err := unix.PidfdSendSignal(fd, unix.SIGTERM, nil, 0); err != nil {
+		unix.Close(fd)
 		t.Fatal(err)
 	}
-	argv := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-	// It was started by its name on PATH: start it again by its binary.
-	if argv[0], err = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil {
-		t.Fatal(err)
+	ended := pidfdEnded(fd, time.Minute)
+	unix.Close(fd)
+	if !ended {
+		t.Fatalf("the API server (pid %d) did not end within a minute of SIGTERM", pid)
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	for syscall.Kill(pid, 0) == nil {
-		time.Sleep(20 * time.Millisecond)
-	}
+
 	log, err := os.OpenFile(filepath.Join(c.State, "logs", "kube-apiserver.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := exec.Command(bin, argv[1:]...)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = log, log
+	// A session of its own, as up starts it: it outlives this process, and the cluster's
+	// teardown stops it by its pid file.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The cluster's teardown stops it by this file.
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	go cmd.Wait()
-	deadline := time.Now().Add(2 * time.Minute)
+	fd, err = unix.PidfdOpen(cmd.Process.Pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	// An API server tells of its readiness only when asked (/readyz): it is asked every
+	// 100 ms for at most two minutes, and the wait fails at once if the server ends.
+	var last error
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if pidfdEnded(fd, 0) {
+			return false, fmt.Errorf("the API server started again (%s) ended; see %s", bin, log.Name())
+		}
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, last = c.Client.CoreV1().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the API server is not ready again: %v (%v)", err, last)
+	}
+}
+
+// procStrings is a /proc/PID file of NUL-ended strings (cmdline, environ).
+func procStrings(t *testing.T, pid int, name string) []string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+}
+
+// pidfdEnded says whether the process of a pidfd ends within d (0: has ended).
+func pidfdEnded(fd int, d time.Duration) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(d)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		cancel()
-		if err == nil {
-			return
+		n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds()))
+		if err == unix.EINTR {
+			continue
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the API server is not ready again: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err == nil && n > 0
 	}
 }

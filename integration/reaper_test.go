@@ -88,13 +88,38 @@ func TestReaperRemovesDeadHostsContainers(t *testing.T) {
 // needs to reach the same engine (DOCKER_HOST).
 func testReaper(t *testing.T, cli *client.Client, env []string) {
 	img := hostImage(t, cli)
-	kernel := kernelBinary(t)
+	ctx := testContext(t)
+	dead := deadHost(t, cli, img, env)
+
+	// This process's own session: alive, so the reaper must leave it.
+	s, _ := dockerSession(t, ctx, cli, img, docker.Hardening{}, nil)
+	live, err := docker.SessionContainers(ctx, cli, s.ID())
+	if err != nil || len(live) != 1 {
+		t.Fatalf("the live session has containers %v, %v", live, err)
+	}
+	if ids, err := docker.SessionContainers(ctx, cli, dead); err != nil || len(ids) != 0 {
+		n, rerr := docker.Reap(ctx, cli) // the start's reaper logs its errors nowhere a test sees
+		t.Fatalf("after a new start the dead host's session still has containers %v, %v; a reap now removes %d, %v", ids, err, n, rerr)
+	}
+	// A second reap finds nothing more, and the live session still answers.
+	if n, err := docker.Reap(ctx, cli); err != nil || n != 0 {
+		t.Fatalf("a second reap removed %d, %v", n, err)
+	}
+	if _, err := s.Ping(ctx); err != nil {
+		t.Fatalf("the live session after the reaper: %v", err)
+	}
+}
+
+// deadHost plays a host process that opens a docker session on the engine of cli (env: what
+// it needs to reach it, DOCKER_HOST) and is killed (SIGKILL: no cleanup of its own) once its
+// kernel answers; it returns the session's id, whose container is left.
+func deadHost(t *testing.T, cli *client.Client, img string, env []string) string {
+	t.Helper()
 	ctx := testContext(t)
 	dead := randomName("reaper-dead-")
 	t.Cleanup(func() { removeSession(cli, dead) })
-
 	host := exec.Command(os.Args[0], "-test.run=^$")
-	host.Env = append(append(os.Environ(), env...), hostModeEnv+"="+dead, hostImageEnv+"="+img, hostKernelEnv+"="+kernel, hostWorkdirEnv+"="+t.TempDir())
+	host.Env = append(append(os.Environ(), env...), hostModeEnv+"="+dead, hostImageEnv+"="+img, hostKernelEnv+"="+kernelBinary(t), hostWorkdirEnv+"="+t.TempDir())
 	out, err := host.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -116,23 +141,7 @@ func testReaper(t *testing.T, cli *client.Client, env []string) {
 	if ids, err := docker.SessionContainers(ctx, cli, dead); err != nil || len(ids) != 1 {
 		t.Fatalf("after the host's death its session has containers %v, %v; want its leftover", ids, err)
 	}
-
-	// This process's own session: alive, so the reaper must leave it.
-	s, _ := dockerSession(t, ctx, cli, img, docker.Hardening{}, nil)
-	live, err := docker.SessionContainers(ctx, cli, s.ID())
-	if err != nil || len(live) != 1 {
-		t.Fatalf("the live session has containers %v, %v", live, err)
-	}
-	if ids, err := docker.SessionContainers(ctx, cli, dead); err != nil || len(ids) != 0 {
-		t.Fatalf("after a new start the dead host's session still has containers %v, %v", ids, err)
-	}
-	// A second reap finds nothing more, and the live session still answers.
-	if n, err := docker.Reap(ctx, cli); err != nil || n != 0 {
-		t.Fatalf("a second reap removed %d, %v", n, err)
-	}
-	if _, err := s.Ping(ctx); err != nil {
-		t.Fatalf("the live session after the reaper: %v", err)
-	}
+	return dead
 }
 
 // removeSession removes what a test's session may have left.

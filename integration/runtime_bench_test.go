@@ -15,15 +15,19 @@ import (
 
 // BenchmarkRuntimes measures, in one run, a session made ready (a fresh hardened sandbox of
 // the host image, its kernel answering) and then a `true` step in it, under gVisor against
-// runc (both through containerd, the Docker engine's own) and through Podman against Docker
-// (both under runc). Each iteration does one of each, in turn, so that all meet the same
-// load; it reports each one's mean and the ratios runsc/runc and podman/docker.
+// runc (both through containerd, the Docker engine's own), through Podman against Docker
+// (both under runc), and under gVisor through Podman (its service whose default runtime is
+// runsc) against Podman under runc. Each iteration does one of each, in turn, so that all
+// meet the same load; it reports each one's mean and the ratios runsc/runc, podman/docker and
+// podman-runsc/podman.
 //
-//	PADDOCK_PODMAN_HOST=unix:///PATH/podman.sock go test ./integration -run '^$' -bench Runtimes -benchtime 10x
+//	PADDOCK_PODMAN_HOST=unix:///PATH/podman.sock PADDOCK_PODMAN_RUNSC_HOST=unix:///PATH/runsc.sock \
+//	  go test ./integration -run '^$' -bench Runtimes -benchtime 10x
 func BenchmarkRuntimes(b *testing.B) {
 	runsc(b)
 	cli := engine(b)
 	pcli, _ := podmanEngine(b)
+	rcli, _ := podmanRunscEngine(b)
 	c := containerdDaemon(b)
 	cimg := containerdHostImage(b, c)
 	kernel := kernelBinary(b)
@@ -37,10 +41,11 @@ func BenchmarkRuntimes(b *testing.B) {
 	gvisor := runscContainerd(b, c, cimg, docker.Hardening{})
 	dock := &docker.Transport{Client: cli, Image: hostImage(b, cli), Mounts: hostMounts(), NoReap: true}
 	pod := &docker.Transport{Client: pcli, Image: hostImage(b, pcli), Mounts: hostMounts(), NoReap: true}
+	podRunsc := &docker.Transport{Client: rcli, Image: hostImage(b, rcli), Mounts: hostMounts(), Runtime: "runsc", NoReap: true}
 	backends := []struct {
 		name string
 		tr   transport.Transport
-	}{{"runc", runc}, {"runsc", gvisor}, {"docker", dock}, {"podman", pod}}
+	}{{"runc", runc}, {"runsc", gvisor}, {"docker", dock}, {"podman", pod}, {"podman-runsc", podRunsc}}
 	ready := make([]time.Duration, len(backends))
 	step := make([]time.Duration, len(backends))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -80,4 +85,6 @@ func BenchmarkRuntimes(b *testing.B) {
 	b.ReportMetric(float64(step[1])/float64(step[0]), "runsc/runc-step")
 	b.ReportMetric(float64(ready[3])/float64(ready[2]), "podman/docker-ready")
 	b.ReportMetric(float64(step[3])/float64(step[2]), "podman/docker-step")
+	b.ReportMetric(float64(ready[4])/float64(ready[3]), "podman-runsc/podman-ready")
+	b.ReportMetric(float64(step[4])/float64(step[3]), "podman-runsc/podman-step")
 }

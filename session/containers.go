@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddockhq/paddock/config"
+	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/transport/containerd"
 	"github.com/paddockhq/paddock/transport/docker"
@@ -106,11 +107,14 @@ func openDocker(ctx context.Context, r *Request, cli *client.Client) (*Opened, e
 		Close: func(context.Context) (*workspace.Report, error) { return nil, cli.Close() }}, nil
 }
 
+// Recover cleans up on the engine the session was opened on: the one its request's settings
+// name (kernelTransport.docker.host, read as the session's opening read it), else the
+// environment's. A session on Podman's service is looked for there, not on Docker's.
 func (dockerProvider) Recover(ctx context.Context, l Left) string {
 	id := l.Session
 	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
 	defer cancel()
-	cli, err := docker.Connect(ctx)
+	cli, err := docker.ConnectTo(ctx, engineHost(l.Request))
 	if err != nil {
 		return fmt.Sprintf("its docker sandbox cannot be checked: %v", oneLine(err))
 	}
@@ -120,24 +124,60 @@ func (dockerProvider) Recover(ctx context.Context, l Left) string {
 		func() (int, error) { return docker.RemoveSession(ctx, cli, id) })
 }
 
+// Reap reaps every engine a session may have been opened on: the environment's and the one
+// the user's settings name (kernelTransport.docker.host), each once. An engine that does not
+// answer has nothing of its own to reap.
 func (dockerProvider) Reap(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, reapTimeout)
 	defer cancel()
-	cli, err := docker.Connect(ctx)
-	if err != nil {
-		return 0, nil // no engine: nothing of it to reap
+	seen := map[string]bool{}
+	n := 0
+	var errs []error
+	for _, host := range []string{"", engineHost(nil)} {
+		cli, err := docker.ConnectTo(ctx, host)
+		if err != nil {
+			continue
+		}
+		if !seen[cli.DaemonHost()] {
+			seen[cli.DaemonHost()] = true
+			m, err := docker.Reap(ctx, cli)
+			n += m
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", cli.DaemonHost(), err))
+			}
+		}
+		cli.Close()
 	}
-	defer cli.Close()
-	return docker.Reap(ctx, cli)
+	return n, errors.Join(errs...)
 }
 
-// Check reports the engine, and so the transport a session takes by default.
+// engineHost is the engine a docker session opened by req was on: kernelTransport.docker.host
+// in its settings (the request's over its workspace's and the user's, as its opening read
+// them); nil req: the user's settings alone. "" is the environment's engine (DOCKER_HOST,
+// else the default socket), as it is when the settings do not say or cannot be read.
+func engineHost(req *api.OpenRequest) string {
+	var o config.Options
+	if req != nil {
+		var err error
+		if o, _, err = FromRequest(*req); err != nil {
+			return ""
+		}
+	}
+	l, err := Load(o)
+	if err != nil {
+		return ""
+	}
+	return l.Settings.KernelTransport.Docker.Host
+}
+
+// Check reports the engine the user's settings name (kernelTransport.docker.host), else the
+// environment's, and so the transport a session takes by default.
 func (dockerProvider) Check(ctx context.Context) Check {
 	c := Check{Name: "docker"}
 	// Podman's service can take seconds to answer version on a loaded machine.
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	cli, err := docker.Connect(cctx)
+	cli, err := docker.ConnectTo(cctx, engineHost(nil))
 	if err != nil {
 		c.Detail = "no engine reachable: " + oneLine(err) + "; paddock run falls back to the local transport (unconfined)"
 		c.Fix = "start the engine (systemctl start docker, or dockerd), or point DOCKER_HOST at one; a user outside the docker group needs to join it"
@@ -163,7 +203,20 @@ func (dockerProvider) Check(ctx context.Context) Check {
 		c.Detail += "; the host image " + images.HostRef + " is made at the first run"
 	}
 	c.Detail += "; " + engineName(v.Components)
-	if info, err := cli.Info(cctx); err == nil {
+	info, err := cli.Info(cctx)
+	switch {
+	case err != nil:
+	case isPodman(v.Components):
+		// Podman's Docker-compatible API ignores a container's runtime: the service's
+		// default is the only one a session gets (engineRuntime).
+		c.Detail += fmt.Sprintf("; runtime (--runtime): %s alone, the service's default (Podman's Docker-compatible API ignores a container's runtime)", info.DefaultRuntime)
+		if info.DefaultRuntime != "runsc" {
+			if _, err := exec.LookPath("runsc"); err == nil {
+				c.Detail += "; gVisor is installed: a Podman service of its own runs it"
+				c.Fix = podmanHint("runsc")
+			}
+		}
+	default:
 		names := slices.Sorted(maps.Keys(info.Runtimes))
 		c.Detail += fmt.Sprintf("; runtimes (--runtime): %s (default %s)", strings.Join(names, ", "), info.DefaultRuntime)
 		if _, ok := info.Runtimes["runsc"]; !ok {
@@ -179,7 +232,7 @@ func (dockerProvider) Check(ctx context.Context) Check {
 // engineName says which engine answers: Docker's or Podman's Docker-compatible service.
 func engineName(cs []types.ComponentVersion) string {
 	for _, c := range cs {
-		if strings.Contains(strings.ToLower(c.Name), "podman") {
+		if isPodman([]types.ComponentVersion{c}) {
 			return "Podman " + c.Version + " answers (its Docker-compatible service)"
 		}
 	}
@@ -400,6 +453,17 @@ func engineRuntime(ctx context.Context, cli *client.Client, name string) error {
 	if err != nil {
 		return fmt.Errorf("--runtime %s: the engine's runtimes: %w", name, err)
 	}
+	v, err := cli.ServerVersion(ctx)
+	if err != nil { // which engine it is decides whether its runtimes can be named at all
+		return fmt.Errorf("--runtime %s: the engine's version: %w", name, err)
+	}
+	if isPodman(v.Components) {
+		if info.DefaultRuntime == name {
+			return nil
+		}
+		return &OptionError{Msg: fmt.Sprintf("--runtime %s: the engine at %s is Podman, whose Docker-compatible API runs every container under its default runtime (%s), whatever the container names; %s",
+			name, cli.DaemonHost(), info.DefaultRuntime, podmanHint(name))}
+	}
 	if _, ok := info.Runtimes[name]; ok {
 		return nil
 	}
@@ -407,7 +471,27 @@ func engineRuntime(ctx context.Context, cli *client.Client, name string) error {
 		name, cli.DaemonHost(), strings.Join(slices.Sorted(maps.Keys(info.Runtimes)), ", "), registerHint(name))}
 }
 
-// registerHint says how to register a runtime with a Docker engine.
+// podmanHint says how to run Podman's containers under a runtime: a service of its own
+// whose default runtime it is (Podman's Docker-compatible API ignores a container's
+// HostConfig.Runtime). gVisor's runsc takes its flags through a wrapper, as Podman's
+// runtimes are paths alone.
+func podmanHint(name string) string {
+	if name == "runsc" {
+		return `start a Podman service for gVisor: a containers.conf with [engine] runtime = "runsc" and [engine.runtimes] runsc = ["/usr/local/bin/runsc-podman"], that file a script running exec /usr/bin/runsc --oci-seccomp --network=none "$@", then CONTAINERS_CONF=that-file podman system service --time=0 unix:///run/podman/runsc.sock and --docker-host unix:///run/podman/runsc.sock (or use --transport containerd)`
+	}
+	return fmt.Sprintf(`start a Podman service whose containers.conf says [engine] runtime = %q and point --docker-host at it`, name)
+}
+
+// isPodman reports whether an engine's version components name Podman.
+func isPodman(cs []types.ComponentVersion) bool {
+	for _, c := range cs {
+		if strings.Contains(strings.ToLower(c.Name), "podman") {
+			return true
+		}
+	}
+	return false
+}
+
 func registerHint(name string) string {
 	if name == "runsc" {
 		return `register gVisor in /etc/docker/daemon.json as "runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--oci-seccomp", "--network=none"]}} and send dockerd SIGHUP (or use --transport containerd, which needs no registration)`

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -26,16 +27,17 @@ type kubernetesProvider struct{}
 
 func (kubernetesProvider) Kind() string { return "kubernetes" }
 
-// Options: the container options a pod applies (not network, pids-limit or pool: a pod's
+// Options: the container options a pod applies (not network or pids-limit: a pod's
 // network is the cluster's, its process limit the node's).
 func (kubernetesProvider) Options() []string {
-	return []string{"image", "memory", "user", "writable-root", "cap-add", "new-privileges", "no-tmpfs", "mount", "sync"}
+	return []string{"image", "memory", "user", "writable-root", "cap-add", "new-privileges", "no-tmpfs", "mount", "sync", "pool"}
 }
 
 // Open makes a kubernetes transport: pods of the settings' image in the settings' cluster,
 // context and namespace, confined as the docker settings say; the workspace a hostPath
 // volume at its own path (or the path map's volumes), or with sync a copy in the pod
-// handed back at the end.
+// handed back at the end. Its pods can be kept warm (kernelTransport.docker.pool, as
+// containers are), unless the workspace is synced: a sync is its session's pod's alone.
 func (kubernetesProvider) Open(ctx context.Context, r *Request) (*Opened, error) {
 	closeClient(r)
 	kt := r.Settings.Settings.KernelTransport
@@ -76,8 +78,9 @@ func (kubernetesProvider) Open(ctx context.Context, r *Request) (*Opened, error)
 	if err != nil {
 		return nil, err
 	}
-	op := &Opened{Transport: t, Kernel: kernel, Ephemeral: true}
+	op := &Opened{Transport: t, Kernel: kernel, Ephemeral: true, Pools: true}
 	if kt.SSH.Sync || k.Sync || r.Resume != "" {
+		op.Pools = false
 		s, err := kubernetes.StartSync(r.Workspace)
 		if err != nil {
 			return nil, err
@@ -119,9 +122,15 @@ func (kubernetesProvider) Recover(ctx context.Context, l Left) string {
 	if err != nil {
 		return fmt.Sprintf("its pod cannot be checked: %v", oneLine(err))
 	}
+	// A pool's warm pod a session claimed carries the session's labels once relabelled; the
+	// one its kernel listens in is found by its directory either way.
 	return recovered("kubernetes",
 		func() ([]string, error) { return kubernetes.SessionPods(ctx, t.Client, t.Namespace, l.Session) },
-		func() (int, error) { return kubernetes.RemoveSession(ctx, t.Client, t.Namespace, l.Session) })
+		func() (int, error) {
+			n, err := kubernetes.RemoveSession(ctx, t.Client, t.Namespace, l.Session)
+			m, lerr := kubernetes.RemoveListening(ctx, t.Client, t.Namespace, l.Kernel.Listen)
+			return n + m, errors.Join(err, lerr)
+		})
 }
 
 func (kubernetesProvider) Reap(ctx context.Context) (int, error) {

@@ -7,9 +7,12 @@
 // A transport is its own package under transport/ (the transport.Transport contract, its
 // conformance test) and one provider file here that registers it from init: Kind, the
 // options it applies, Open, Recover, Reap, Check. Nothing in cmd/ changes: the CLI's
-// --transport, the daemon's requests and `paddock doctor` list the kinds registered. The
-// four files a new kind touches: the transport's package, its provider file here, the
-// provider's test, README's transport table.
+// --transport, the daemon's requests and `paddock doctor` list the kinds registered. Outside
+// its own package a new kind touches four files (and go.mod for a client library): its
+// provider file here, the provider's test (session_test.go's table of kinds), its settings
+// in config/config.go (kernelTransport.KIND.*), and README's transport table and section.
+// The kubernetes transport was added so: session/kubernetes.go, session/session_test.go,
+// config/config.go, README.md.
 package session
 
 import (

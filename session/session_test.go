@@ -98,6 +98,7 @@ func TestPrepareRefuses(t *testing.T) {
 	}{
 		{"unknown kind", map[string]any{"kernelTransport.kind": "vm"}, nil, `unknown transport "vm" (containerd, docker, kubernetes, local, ssh, wrapped)`},
 		{"memory on local", map[string]any{"kernelTransport.kind": "local"}, []string{"memory"}, "the local transport does not apply --memory (containerd, docker, kubernetes only)"},
+		{"pool on local", map[string]any{"kernelTransport.kind": "local"}, []string{"pool"}, "the local transport does not apply --pool (containerd, docker, kubernetes only)"},
 		{"wrapped without a wrapper", map[string]any{"kernelTransport.kind": "wrapped"}, nil, "needs the wrapper command"},
 		{"ssh without a box", map[string]any{"kernelTransport.kind": "ssh"}, nil, "needs the box"},
 		{"bad auto set", map[string]any{"kernelTransport.kind": "local", "shell.autoEffects": "read,teleport"}, nil, "shell.autoEffects"},

@@ -5,7 +5,9 @@
 // input ends. With -listen it serves hosts that connect to a unix socket instead, one at a
 // time, and lives on between them (a daemon's container sessions, which outlive a restart
 // of the daemon). `paddock-kernel host TYPE [JSON]` is the client through which programs in
-// the sandbox send requests to the host.
+// the sandbox send requests to the host; `paddock-kernel join SOCKET` joins its standard
+// streams to a listening kernel's socket, for a host that reaches the sandbox only by
+// running a program there (a pod's exec).
 package main
 
 import (
@@ -15,10 +17,15 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/paddockhq/paddock/transport/kernel"
 	"github.com/paddockhq/paddock/transport/kernel/setid"
 )
+
+// joinWait bounds the wait of `paddock-kernel join` for a socket a kernel just started
+// has not made yet.
+const joinWait = 30 * time.Second
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = ""
@@ -26,6 +33,15 @@ var version = ""
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "host" {
 		os.Exit(kernel.HostClient(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	if len(os.Args) == 3 && os.Args[1] == "join" {
+		// The channel a host reaches a listening kernel by where it cannot dial its socket:
+		// this process's standard streams joined to the socket.
+		if err := kernel.Join(os.Args[2], os.Stdin, os.Stdout, joinWait); err != nil {
+			fmt.Fprintln(os.Stderr, "paddock-kernel:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if len(os.Args) == 3 && os.Args[1] == "shell" {
 		// The kernel's shell, which the kernel starts for a script it interprets.
@@ -40,6 +56,7 @@ func main() {
 		fmt.Fprintln(flags.Output(), "usage: paddock-kernel [flags]    (frames on stdin and stdout)")
 		fmt.Fprintln(flags.Output(), "       paddock-kernel -listen SOCKET -key-file FILE [flags]")
 		fmt.Fprintln(flags.Output(), "       paddock-kernel host TYPE [JSON|-]")
+		fmt.Fprintln(flags.Output(), "       paddock-kernel join SOCKET    (stdin and stdout joined to a listening kernel's socket)")
 		flags.PrintDefaults()
 	}
 	var opts kernel.Options

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/daemon/api"
-	"github.com/paddockhq/paddock/session"
 )
 
 func init() { commands = append(commands, newConfigCmd) }
@@ -33,7 +32,7 @@ the daemon's sessions would have, the flags given passed as run passes them.`,
 			if err != nil {
 				return err
 			}
-			settings, err := effective(cmd, dir)
+			settings, err := sf.where(cmd, dir, api.OptionKeys()).Settings(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -53,31 +52,4 @@ the daemon's sessions would have, the flags given passed as run passes them.`,
 	show.Flags().BoolVar(&asJSON, "json", false, "print a JSON list of {key, value, source}")
 	cmd.AddCommand(show)
 	return cmd
-}
-
-// effective are the settings a session in dir would have, with the command's flags: this
-// process's, or with a daemon's --host the daemon's (its environment, its global file).
-func effective(cmd *cobra.Command, dir string) ([]api.Setting, error) {
-	host := daemonHost(cmd.Flags())
-	if host == "" {
-		l, err := loadSettings(dir, cmd.Flags(), api.OptionKeys(), cmd.ErrOrStderr())
-		if err != nil {
-			return nil, err
-		}
-		return session.Effective(l), nil
-	}
-	req, err := hostedRequest(cmd.Flags(), dir)
-	if err != nil {
-		return nil, err
-	}
-	c, err := dial(host)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	got, err := c.Settings(cmd.Context(), req)
-	for _, w := range got.Warnings {
-		fmt.Fprintln(cmd.ErrOrStderr(), "paddock: warning:", w)
-	}
-	return got.Settings, err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/front"
 	"github.com/paddockhq/paddock/internal/place"
 	"github.com/paddockhq/paddock/internal/prompt"
 	"github.com/paddockhq/paddock/orchestrator"
@@ -213,7 +214,7 @@ func newSessionsCmd() *cobra.Command {
 				return err
 			}
 			req.BlockingBudget, req.NoOutputTimeout = budget, noOutput
-			c, s, err := openHosted(cmd.Context(), daemonHost(cmd.Flags()), req, cmd.ErrOrStderr()) // --host is the daemon only as unix://…
+			c, s, err := front.OpenHosted(cmd.Context(), daemonHost(cmd.Flags()), req, tell(cmd.ErrOrStderr())) // --host is the daemon only as unix://…
 			if err != nil {
 				return err
 			}

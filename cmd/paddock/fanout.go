@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/paddockhq/paddock/fanout"
-	"github.com/paddockhq/paddock/workspace"
 )
 
 func init() { commands = append(commands, newFanoutCmd) }
@@ -40,7 +38,7 @@ conflicts/ directory. Exit status: 3 when a path conflicted, 1 when a child fail
 				return err
 			}
 			ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-			sp, err := spawner(ctx, cmd, dir, stateDir, &sf.transportFlags)
+			sp, err := sf.where(cmd, dir, transportKeys).Spawner(ctx, stateDir)
 			if err != nil {
 				return err
 			}
@@ -70,34 +68,4 @@ conflicts/ directory. Exit status: 3 when a path conflicted, 1 when a child fail
 	f.BoolVar(&asJSON, "json", false, "print the combined report as JSON")
 	f.StringVar(&stateDir, "state-dir", "", "where the children's clones, conflicts and reports go (default: a new directory beside the workspace, on its filesystem, removed at the end unless a child conflicted)")
 	return cmd
-}
-
-// spawner is where a fan-out's children run: in a session of the daemon at --host
-// (fanout.Hosted), else in this process (fanout.Open), in a session opened as run opens one.
-func spawner(ctx context.Context, cmd *cobra.Command, dir, stateDir string, tf *transportFlags) (fanout.Spawner, error) {
-	errOut := cmd.ErrOrStderr()
-	if host := daemonHost(cmd.Flags()); host != "" {
-		if stateDir != "" {
-			return nil, usage("--state-dir cannot be used with a daemon: its children's clones are in its state directory")
-		}
-		req, err := hostedRequest(cmd.Flags(), dir)
-		if err != nil {
-			return nil, err
-		}
-		c, root, err := openHosted(ctx, host, req, errOut)
-		if err != nil {
-			return nil, err
-		}
-		return fanout.Hosted(c, root), nil
-	}
-	o, err := tf.sessionOptions(cmd, dir, transportKeys)
-	if err != nil {
-		return nil, err
-	}
-	return fanout.Open(ctx, o, stateDir, func(rep *workspace.Report, err error) {
-		showHandback(errOut, rep.API()) // the root's workspace, synced to a box
-		if err != nil {
-			fmt.Fprintln(errOut, "paddock:", err)
-		}
-	})
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -13,8 +12,8 @@ import (
 
 	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/config"
-	"github.com/paddockhq/paddock/daemon"
 	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/front"
 	"github.com/paddockhq/paddock/orchestrator/output"
 	"github.com/paddockhq/paddock/session"
 )
@@ -150,20 +149,11 @@ func daemonHost(fs *pflag.FlagSet) string {
 	return os.Getenv(client.HostEnv)
 }
 
-// dial returns a client of the daemon named by --host, PADDOCK_HOST, or the default socket.
-func dial(host string) (*client.Client, error) {
-	h := client.FromEnv(host)
-	if h == "" {
-		h = "unix://" + daemon.DefaultSocket()
-	}
-	return client.New(h)
-}
-
 // onDaemon is a command's run with a client of the daemon at host (--host, else
 // PADDOCK_HOST, else the default socket), closed after.
 func onDaemon(host *string, run func(cmd *cobra.Command, c *client.Client, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		c, err := dial(*host)
+		c, err := front.Dial(*host)
 		if err != nil {
 			return err
 		}
@@ -199,20 +189,21 @@ func hostedRequest(fs *pflag.FlagSet, workspace string) (api.OpenRequest, error)
 	return client.OpenRequest(workspace, opts...)
 }
 
-// openHosted opens the session req asks for in the daemon at host, its warnings told on w;
-// the client is the caller's to close.
-func openHosted(ctx context.Context, host string, req api.OpenRequest, w io.Writer) (*client.Client, api.Session, error) {
-	c, err := dial(host)
-	if err != nil {
-		return nil, api.Session{}, err
+// where is where a command's session in workspace runs: in the daemon of --host or
+// PADDOCK_HOST, else here with the settings bound to the flags in keys; notices and
+// warnings on the command's stderr, and a synced workspace's hand-back.
+func (f *transportFlags) where(cmd *cobra.Command, workspace string, keys map[string]string) front.Where {
+	errOut := cmd.ErrOrStderr()
+	return front.Where{
+		Host:     daemonHost(cmd.Flags()),
+		Options:  func() (session.Options, error) { return f.sessionOptions(cmd, workspace, keys) },
+		Request:  func() (api.OpenRequest, error) { return hostedRequest(cmd.Flags(), workspace) },
+		Notice:   tell(errOut),
+		Handback: func(rep *api.Report) { showHandback(errOut, rep) },
 	}
-	s, err := c.Open(ctx, req)
-	if err != nil {
-		c.Close()
-		return nil, api.Session{}, err
-	}
-	for _, warn := range s.Warnings {
-		fmt.Fprintln(w, "paddock:", warn)
-	}
-	return c, s, nil
+}
+
+// tell is how a command tells what the user must know as it comes: a line on w.
+func tell(w io.Writer) func(string) {
+	return func(n string) { fmt.Fprintln(w, "paddock:", n) }
 }

@@ -1,25 +1,18 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/paddockhq/paddock/client"
-	"github.com/paddockhq/paddock/config"
 	"github.com/paddockhq/paddock/daemon/api"
-	"github.com/paddockhq/paddock/internal/prompt"
+	"github.com/paddockhq/paddock/front"
 	"github.com/paddockhq/paddock/orchestrator"
-	"github.com/paddockhq/paddock/session"
-	"github.com/paddockhq/paddock/workspace"
 )
 
 func init() { commands = append(commands, newRunCmd) }
@@ -42,121 +35,33 @@ status is the script's (126 when a step was refused).`,
 			if err != nil {
 				return err
 			}
-			ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-			if host := daemonHost(cmd.Flags()); host != "" {
-				return runHosted(ctx, cmd, host, dir, args[0], asJSON)
-			}
-			s, _, fin, err := openSession(ctx, cmd, dir, &sf.transportFlags)
-			if err != nil {
-				return err
-			}
-			defer fin()
-			call := orchestrator.Call{Script: args[0]}
+			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			sc := front.Script{Script: args[0]}
 			if !asJSON {
+				sc.Output = func(fd int, data []byte) { byFD(fd, out, errOut).Write(data) }
 				if term.IsTerminal(int(os.Stdin.Fd())) {
-					t := prompt.New(os.Stdin, os.Stderr, s.Answer)
-					defer s.Attach(t)()
-					tctx, cancel := context.WithCancel(ctx)
-					defer cancel()
-					go t.Run(tctx)
+					sc.In, sc.Out = os.Stdin, errOut
 				}
-				call.Live = func(_, fd int, data []byte) { byFD(fd, out, errOut).Write(data) }
 			}
-			res, err := s.Run(ctx, call)
+			res, rep, err := sf.where(cmd, dir, api.OptionKeys()).Run(cmd.Context(), sc)
+			if res == nil {
+				return err
+			}
+			if perr := printEnd(out, errOut, res, asJSON); perr != nil {
+				if err != nil {
+					tell(errOut)(err.Error())
+				}
+				return perr
+			}
 			if err != nil {
 				return err
 			}
-			if err := printEnd(out, errOut, res.API(), asJSON); err != nil {
-				return err
-			}
-			// A workspace copied to a box comes back when the session closes; a hand-back
-			// that conflicted is the run's outcome.
-			rep, err := fin()
-			if err != nil {
-				return err
-			}
-			return conflicted(rep.API())
+			return conflicted(rep) // a workspace that came back from a box with conflicts
 		},
 	}
 	sf.register(cmd.Flags(), "the session's workspace and working directory", true)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as one JSON object instead of the output")
 	return cmd
-}
-
-// openSession opens a command's session in dir as run does: the settings (files, variables,
-// the command's flags: l), the transport, its notices told on the command's stderr. fin
-// closes the session and finishes what was prepared for it (a synced workspace comes back,
-// and what came back is shown), once.
-func openSession(ctx context.Context, cmd *cobra.Command, dir string, tf *transportFlags) (s *orchestrator.Session, l *config.Loaded, fin func() (*workspace.Report, error), err error) {
-	errOut := cmd.ErrOrStderr()
-	o, err := tf.sessionOptions(cmd, dir, api.OptionKeys())
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	p, err := session.Prepare(ctx, o)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	for _, n := range p.Notices {
-		fmt.Fprintln(errOut, "paddock:", n)
-	}
-	if s, err = orchestrator.Open(ctx, p.Config); err != nil {
-		p.Finish(ctx)
-		return nil, nil, nil, err
-	}
-	return s, o.Settings, sync.OnceValues(func() (*workspace.Report, error) {
-		err := s.Close()
-		rep, ferr := p.Finish(context.Background())
-		showHandback(errOut, rep.API())
-		if ferr != nil {
-			fmt.Fprintln(errOut, "paddock:", ferr)
-		}
-		return rep, errors.Join(err, ferr)
-	}), nil
-}
-
-// runHosted runs a script in a new session of the daemon at host, printing its output as
-// the event stream brings it and asking the terminal its questions; the session is closed
-// at the end.
-func runHosted(ctx context.Context, cmd *cobra.Command, host, workspace, script string, asJSON bool) error {
-	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	req, err := hostedRequest(cmd.Flags(), workspace)
-	if err != nil {
-		return err
-	}
-	c, err := client.New(host)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	tctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	o := client.RunOptions{Open: req, Script: script, Opened: func(s api.Session) {
-		for _, w := range s.Warnings {
-			fmt.Fprintln(errOut, "paddock:", w)
-		}
-	}}
-	if !asJSON {
-		o.Output = func(fd int, data string) { io.WriteString(byFD(fd, out, errOut), data) }
-		if term.IsTerminal(int(os.Stdin.Fd())) {
-			prompt.AskFor(tctx, c, &o, os.Stdin, errOut)
-		}
-	}
-	ran, err := c.Run(ctx, o)
-	if err != nil {
-		return err
-	}
-	showHandback(errOut, ran.Closed.Handback) // a workspace synced to a box, handed back
-	for _, w := range ran.Closed.Warnings {
-		fmt.Fprintln(errOut, "paddock: warning:", w)
-	}
-	if err := printEnd(out, errOut, ran.Bash.Result, asJSON); err != nil {
-		return err
-	}
-	if e := ran.Closed.HandbackError; e != "" { // the box's work is in a local copy only
-		return errors.New(e)
-	}
-	return conflicted(ran.Closed.Handback)
 }
 
 // printEnd prints how a script ended, as run prints it once its output went as it came: the

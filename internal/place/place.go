@@ -47,6 +47,12 @@ func SocketDir() string {
 	return filepath.Join(tmp, "paddock-"+strconv.Itoa(os.Getuid()))
 }
 
+// SocketName is the daemon's socket's name in its directory.
+const SocketName = "paddock.sock"
+
+// Socket is the daemon's default socket: SocketName in SocketDir.
+func Socket() string { return filepath.Join(SocketDir(), SocketName) }
+
 // KernelCache is where kernels built from the source tree are kept: paddock/kernel in the
 // user's cache directory.
 func KernelCache() (string, error) {

@@ -77,7 +77,9 @@ type Transport struct {
 	// Log receives the transport's diagnostics; nil discards them.
 	Log *slog.Logger
 	// Runtime is the OCI runtime the containers run under, as the engine registered it
-	// (runsc, say: daemon.json's runtimes); "" is the engine's default.
+	// (runsc, say: daemon.json's runtimes); "" is the engine's default. Podman's
+	// Docker-compatible service ignores it and runs its own default runtime (4.3.1): a
+	// caller checks that one against it (session does).
 	Runtime string
 	// NoReap skips the reaper at the first Start.
 	NoReap bool

@@ -151,10 +151,8 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 			}
 		})
 	}
-	// A pod's kernel is exec'd, not its first process: it cannot listen for a host that
-	// comes after this one (the session ends with its host), and a pod has a network of
-	// its own, so the host's proxy is not carried into it.
-	spec.Listen, spec.Key, spec.Egress = "", "", ""
+	// A pod has a network of its own: the host's proxy is not carried into it.
+	spec.Egress = ""
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, StartTimeout)
@@ -164,6 +162,19 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	sync := t.Sync.claim()
 	if sync != nil {
 		s.syncCopy = sync.Copy()
+	}
+	if spec.Once || spec.Key == "" || sync != nil {
+		// A kernel listening for this host only gains nothing here: its socket, as the
+		// exec's streams, is reached through the API server. A synced workspace comes back
+		// over exec once the kernel has ended, and a listening kernel's pod ends with it.
+		spec.Listen, spec.Key, spec.Once = "", "", false
+	}
+	if spec.Listen != "" {
+		// The reaper spares a listening kernel's pod while this directory is there: its
+		// owner keeps it, and a new host reattaches to the kernel or removes it.
+		if err := os.MkdirAll(spec.Listen, 0o700); err != nil {
+			return nil, fmt.Errorf("kubernetes: listen: %w", err)
+		}
 	}
 	s.Hardening.User = docker.SandboxUser(s.Hardening.User, docker.OwnerOf(spec))
 	named := t.Settings.Hardening.User != ""
@@ -190,6 +201,18 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 		if err := t.streamKernel(ctx, name, spec.Kernel); err != nil {
 			return nil, err
 		}
+	}
+	if spec.Listen != "" {
+		if err := t.launch(ctx, name, spec.Key); err != nil {
+			return nil, err
+		}
+		k, err := t.attachPod(ctx, name, spec.Key)
+		if err != nil {
+			return nil, err
+		}
+		ok = true
+		t.log().Debug("listening kernel pod started", "pod", name, "run", t1.Sub(t0), "kernel", time.Since(t1))
+		return k, nil
 	}
 	if sync != nil {
 		if err := t.send(ctx, name, sync); err != nil {

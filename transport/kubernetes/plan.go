@@ -142,12 +142,17 @@ func planPod(spec transport.Spec, s Settings, self map[string]string, name strin
 			Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(tmpSize, resource.BinarySI)}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: "paddock-tmp", MountPath: "/tmp"})
 	}
+	command := []string{"/bin/sh", "-c", keepUp}
 	if spec.Listen != "" {
+		// The kernel listens in an emptyDir of its own, not in the host's directory: a pod's
+		// node need not be the host's machine. The host reaches the socket over exec (Join).
 		if taken[transport.ListenDir] {
 			return nil, fmt.Errorf("kubernetes: a mount at %s is the kernel's own", transport.ListenDir)
 		}
-		volumes = append(volumes, corev1.Volume{Name: "paddock-listen", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: spec.Listen}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: "paddock-listen", MountPath: transport.ListenDir})
+		volumes = append(volumes, corev1.Volume{Name: "paddock-run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "paddock-run", MountPath: transport.ListenDir})
+		command = []string{"/bin/sh", "-c", listenCommand(spec)}
 	}
 	env := make([]corev1.EnvVar, 0, len(spec.Env))
 	for _, kv := range spec.Env {
@@ -172,8 +177,9 @@ func planPod(spec transport.Spec, s Settings, self map[string]string, name strin
 				Image:           s.Image,
 				ImagePullPolicy: s.PullPolicy,
 				// The pod's first process only keeps it up: the kernel is exec'd into it with
-				// the frames on the exec's standard streams. It ends at TERM.
-				Command:         []string{"/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 86400 & wait $!; done"},
+				// the frames on the exec's standard streams (keepUp), or becomes the kernel
+				// listening once the host has put it and its key in (listenCommand).
+				Command:         command,
 				Env:             env,
 				WorkingDir:      workingDir(cwd, h),
 				VolumeMounts:    mounts,
@@ -200,6 +206,43 @@ func planPod(spec transport.Spec, s Settings, self map[string]string, name strin
 		}}
 	}
 	return pod, nil
+}
+
+// keepUp is the first process of a pod whose kernel is exec'd: it only keeps the pod up,
+// and ends at TERM.
+const keepUp = "trap 'exit 0' TERM; while :; do sleep 86400 & wait $!; done"
+
+// listenKeyPath is where the host puts a listening kernel's key (the kernel removes it once
+// read): written beside it and renamed, so that the file is whole once it is there.
+const listenKeyPath = transport.ListenDir + "/" + transport.ListenKey
+
+// listenCommand is the first process of a pod whose kernel listens: it waits, as keepUp
+// does, until the host has streamed the kernel in and written its key, then becomes the
+// kernel (exec), the container's first process as in a Docker sandbox: the pod ends with
+// it. The host says when with USR1 (Transport.launch), after the key is in place; a signal
+// that came before the trap was set is lost (the first process ignores what it has no
+// handler for), so the key is looked for once the trap is set.
+func listenCommand(spec transport.Spec) string {
+	return launchScript(append(append([]string{KernelPath}, transport.ListenArgs(spec)...), spec.Args...), listenKeyPath)
+}
+
+// launchScript is listenCommand's script for the kernel argv and the key at keyPath.
+func launchScript(argv []string, keyPath string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = shellQuote(a)
+	}
+	kernel := strings.Join(q, " ")
+	return fmt.Sprintf("trap 'kill $! 2>/dev/null; exec %s' USR1; trap 'exit 0' TERM; [ -e %s ] && exec %s; while :; do sleep 86400 & wait $!; done",
+		strings.ReplaceAll(kernel, "'", `'\''`), shellQuote(keyPath), kernel)
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // workingDir is docker's rule: under the /tmp emptyDir the kernel starts at /.

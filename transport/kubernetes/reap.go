@@ -79,16 +79,34 @@ func RemoveSession(ctx context.Context, c k8s.Interface, namespace, session stri
 	return n, errors.Join(errs...)
 }
 
+// RemoveListening deletes the pod whose kernel listens for the host directory listen (a
+// session's, or a pool's warm kernel a session claimed), and returns how many it deleted.
+func RemoveListening(ctx context.Context, c k8s.Interface, namespace, listen string) (int, error) {
+	if listen == "" {
+		return 0, nil
+	}
+	p, err := listeningPod(ctx, c, namespace, listen)
+	if err != nil || p == nil {
+		return 0, err
+	}
+	zero := int64(0)
+	if err := c.CoreV1().Pods(namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
+		return 0, err
+	}
+	return 1, nil
+}
+
 // Permission is one thing the transport does in its namespace.
 type Permission struct {
 	Resource, Subresource, Verb string
 }
 
 // Permissions are what the transport needs in its namespace: pods made, watched, listed
-// (the reaper) and deleted, and exec'd into. The exec's WebSocket is a GET that the API
-// server authorizes as create, as it does the SPDY POST.
+// (the reaper), relabelled (a warm pod a session claims) and deleted, and exec'd into. The
+// exec's WebSocket is a GET that the API server authorizes as create, as it does the SPDY
+// POST.
 var Permissions = []Permission{
-	{"pods", "", "create"}, {"pods", "", "get"}, {"pods", "", "list"}, {"pods", "", "watch"}, {"pods", "", "delete"},
+	{"pods", "", "create"}, {"pods", "", "get"}, {"pods", "", "list"}, {"pods", "", "watch"}, {"pods", "", "delete"}, {"pods", "", "patch"},
 	{"pods", "exec", "create"}, {"pods", "exec", "get"},
 }
 
@@ -100,7 +118,7 @@ metadata: {name: paddock-sandboxes, namespace: %s}
 rules:
 - apiGroups: [""]
   resources: [pods]
-  verbs: [create, get, list, watch, delete]
+  verbs: [create, get, list, watch, delete, patch]
 - apiGroups: [""]
   resources: [pods/exec]
   verbs: [create, get]
