@@ -96,7 +96,9 @@ func Dir(ctx context.Context, dir string, cond func() bool) error {
 		select {
 		case <-w.Events:
 		case err := <-w.Errors:
-			return err
+			if !errors.Is(err, fsnotify.ErrEventOverflow) { // changes were lost: look again
+				return err
+			}
 		case <-ctx.Done():
 			return fmt.Errorf("watching %s: %w", dir, ctx.Err())
 		}
