@@ -47,6 +47,10 @@ type Env struct {
 	// Ephemeral: the sandbox is fresh and removed at its end (a container, a pod), so a path
 	// under none of its mounts is its own, not the host's (orchestrator.Config.Ephemeral).
 	Ephemeral bool
+	// Listens: the kernels listen (transport.Spec.Listen) and live on when their
+	// connection's input ends, as they must to outlive their host: Kill, not the end of
+	// stdin, is what ends them, and nothing may be left after it either.
+	Listens bool
 	// Leftovers returns what is left, after a session of this id ended, of the session's
 	// sandbox and of the processes named (pids as the sandbox sees them); nothing is nil.
 	Leftovers func(ctx context.Context, session string, pids []int) []string
@@ -327,7 +331,11 @@ func testStdinEOF(t *testing.T, e Env) {
 	if err != nil {
 		t.Fatalf("the step printed %q", out)
 	}
-	if err := k.Stdin().Close(); err != nil {
+	end := k.Stdin().Close
+	if e.Listens {
+		end = k.Kill
+	}
+	if err := end(); err != nil {
 		t.Fatal(err)
 	}
 	waited := make(chan error, 1)

@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/containerd"
@@ -86,20 +87,19 @@ func startContainerd(t testing.TB, bin string) (*cdclient.Client, string) {
 		exec.Command("umount", "-R", filepath.Join(dir, "state")).Run()
 		os.RemoveAll(dir)
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		c, err := containerd.Connect(ctx, sock)
-		cancel()
-		if err == nil {
-			t.Cleanup(func() { c.Close() })
-			return c, sock
-		}
-		if time.Now().After(deadline) {
-			needPeer(t, "the containerd started does not serve: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	// It serves once its socket accepts: containerd chmods the socket once it listens, a
+	// change in the socket's directory.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := await.Socket(ctx, sock); err != nil {
+		needPeer(t, "the containerd started does not listen: %v", err)
 	}
+	c, err := containerd.Connect(ctx, sock)
+	if err != nil {
+		needPeer(t, "the containerd started does not serve: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, sock
 }
 
 // containerdHostImage makes a host image of the test's own in containerd, removed at its end.

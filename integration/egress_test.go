@@ -16,6 +16,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/paddockhq/paddock/config"
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/session"
 )
@@ -399,26 +400,18 @@ func openFDs(t testing.TB) int {
 	return len(ents)
 }
 
-// settleProcess waits for the goroutines and descriptors a test made to end, as long as
-// they keep ending; it fails when they stop falling above where they began.
+// settleProcess waits for the goroutines and descriptors a test made to end. Nothing
+// announces their end: a bounded poll.
 func settleProcess(t *testing.T, goroutines, fds int) {
 	t.Helper()
-	last, still := -1, 0
-	for {
-		g, f := runtime.NumGoroutine(), openFDs(t)
-		if g <= goroutines && f <= fds {
-			return
-		}
-		if g+f == last {
-			still++
-		} else {
-			still = 0
-		}
-		if still > 400 {
-			t.Fatalf("leaked: %d goroutines (began with %d), %d descriptors (began with %d)", g, goroutines, f, fds)
-		}
-		last = g + f
-		time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var g, f int
+	if err := await.Poll(ctx, 5*time.Millisecond, func() bool {
+		g, f = runtime.NumGoroutine(), openFDs(t)
+		return g <= goroutines && f <= fds
+	}); err != nil {
+		t.Fatalf("leaked: %d goroutines (began with %d), %d descriptors (began with %d)", g, goroutines, f, fds)
 	}
 }
 

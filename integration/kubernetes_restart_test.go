@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +23,9 @@ import (
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/pool"
+	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/docker"
+	"github.com/paddockhq/paddock/transport/kubernetes"
 )
 
 // k8sDaemonEnv is the environment of a paddock serve whose sessions run on the test
@@ -175,4 +180,78 @@ func TestKubernetesDaemonRestart(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// listenAll starts every kernel listening in a directory of its own under dir, as a
+// daemon's sessions do.
+type listenAll struct {
+	*kubernetes.Transport
+	dir string
+}
+
+func (l listenAll) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	spec.Listen, spec.Key = filepath.Join(l.dir, randomName("k-")), randomName("key-")
+	return l.Transport.Start(ctx, spec)
+}
+
+// The conformance suite on kernels that listen in their pods, reached through a join exec:
+// the frames of a listening kernel go through the same contract. A listening kernel keeps
+// the key in its memory alone, so it makes itself undumpable, and its /proc/PID/cwd is
+// closed to the sandbox's programs (its container's working directory is the spec's: the
+// plan's unit tests hold it).
+func TestConformanceKubernetesListening(t *testing.T) {
+	c := k8sCluster(t)
+	kernel := kernelBinary(t)
+	RunConformance(t, func(t *testing.T) Env {
+		e := k8sEnv(t, c, kernel, docker.Hardening{User: "0:0"})
+		e.Transport = listenAll{Transport: e.Transport.(*kubernetes.Transport), dir: t.TempDir()}
+		e.Listens, e.HidesProcCwd = true, true
+		return e
+	})
+}
+
+// A listening kernel's pod deleted while a step runs: the deletion's TERM reaches the kernel
+// itself (the pod's first process), which ends the step as a TERM ends it, reports that,
+// and exits, as a Docker sandbox's listening kernel does when its container is stopped. The
+// session's next step runs on a new pod; closing it leaves nothing, pod or goroutine (the
+// pods' watches and the joins' exec streams included).
+func TestKubernetesListeningPodDeletedMidStep(t *testing.T) {
+	c := k8sCluster(t)
+	noPods(t, context.Background(), c)
+	before := runtime.NumGoroutine()
+	ctx := testContext(t)
+	e := k8sEnv(t, c, kernelBinary(t), docker.Hardening{})
+	tr := listenAll{Transport: e.Transport.(*kubernetes.Transport), dir: t.TempDir()}
+	s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: e.Workspace, Transport: tr, Kernel: e.Kernel,
+		Env: e.Environ(os.Environ(), nil), PathMap: e.PathMap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := sessionPods(t, ctx, c)
+	if len(pods) != 1 {
+		t.Fatalf("pods of the session: %v", pods)
+	}
+	var once sync.Once
+	res, err := s.Run(ctx, orchestrator.Call{
+		Script: `echo started; sleep 1000`,
+		Live: func(_, fd int, data []byte) {
+			if strings.Contains(string(data), "started") {
+				once.Do(func() {
+					if err := c.Client.CoreV1().Pods(c.Namespace).Delete(ctx, pods[0], metav1.DeleteOptions{}); err != nil {
+						t.Errorf("the pod was not deleted: %v", err)
+					}
+				})
+			}
+		},
+	})
+	if err != nil || len(res.Steps) != 2 || res.Steps[1].Status != 128+int(syscall.SIGTERM) {
+		t.Errorf("the step ended with %v %s, want it ended by the TERM", err, res)
+	}
+	podGone(t, ctx, c, pods[0])
+	if out := stdout(bash(t, ctx, s, `cat /proc/sys/kernel/hostname`)); strings.TrimSpace(out) == pods[0] || out == "" {
+		t.Errorf("the next step ran in %q, want a new pod", out)
+	}
+	s.Close()
+	noPods(t, ctx, c)
+	settled(t, before+2)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/transport/docker"
 )
 
@@ -76,18 +77,29 @@ func TestOpeningSessionReaped(t *testing.T) {
 		_, err := c.Open(ctx, api.OpenRequest{Workspace: ws, Transport: "docker"})
 		opened <- err
 	}()
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(ws, "started")); err == nil {
-			break
-		}
+	// The kernel's script makes the file started (a change in the workspace, seen through
+	// inotify); the opening must not end first.
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
+	early, watched := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(watched)
 		select {
 		case err := <-opened:
-			t.Fatalf("the session opened, or failed to, before its kernel started: %v", err)
-		default:
+			early <- err
+			wcancel()
+		case <-wctx.Done():
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the session's container did not start")
-		}
+	}()
+	err = await.File(wctx, filepath.Join(ws, "started"))
+	wcancel()
+	<-watched
+	select {
+	case err := <-early:
+		t.Fatalf("the session opened, or failed to, before its kernel started: %v", err)
+	default:
+	}
+	if err != nil {
+		t.Fatalf("the session's container did not start: %v", err)
 	}
 	if ids := ofState(ctx); len(ids) != 1 {
 		t.Fatalf("the opening session's containers: %v", ids)

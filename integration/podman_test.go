@@ -264,7 +264,7 @@ func TestSecurityPodmanRunsc(t *testing.T) {
 
 func TestDifferentialPodmanRunsc(t *testing.T) {
 	cli, _ := podmanRunscEngine(t)
-	runDifferential(t, dockerRunc(t, engine(t)), podmanRunsc(t, cli, hostImage(t, cli), docker.Hardening{}), gvisorGaps)
+	runDifferential(t, dockerRunc(t, engine(t)), podmanRunsc(t, cli, hostImage(t, cli), docker.Hardening{}))
 }
 
 // kernelTransport.runtime runsc with kernelTransport.docker.host naming Podman's gVisor

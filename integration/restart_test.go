@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon/api"
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/containerd"
@@ -57,23 +59,32 @@ func startServe(t testing.TB, bin, sock, state string, env []string, flags ...st
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		h, err := c.Health(ctx)
-		cancel()
-		if err == nil && h.PID == cmd.Process.Pid {
-			return cmd, done
-		}
+	// It answers once its socket accepts (a change in the socket's directory), unless it
+	// ended first.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	go func() {
 		select {
 		case <-done:
-			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("paddock serve ended: %s", b)
-		default:
+			cancel()
+		case <-ctx.Done():
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("paddock serve does not answer: %v", err)
-		}
+	}()
+	err = await.Socket(ctx, sock)
+	select {
+	case <-done:
+		b, _ := os.ReadFile(logf.Name())
+		t.Fatalf("paddock serve ended: %s", b)
+	default:
 	}
+	if err != nil {
+		t.Fatalf("paddock serve does not listen: %v", err)
+	}
+	h, err := c.Health(ctx)
+	if err != nil || h.PID != cmd.Process.Pid {
+		t.Fatalf("paddock serve does not answer: %v %+v", err, h)
+	}
+	return cmd, done
 }
 
 // gate is a directory of files that jobs wait for (the test makes them) and make (the test
@@ -279,14 +290,26 @@ func TestDaemonRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for done := false; !done; time.Sleep(10 * time.Millisecond) { // its script has ended, uncollected
-		info, err := c.Session(ctx, gone.ID)
-		if err != nil {
-			t.Fatal(err)
+	// Its script has ended, uncollected, and the daemon's record of the child says so (what
+	// the daemon, killed below, leaves the next): the record is written anew at each of the
+	// script's steps, its end the last.
+	record := filepath.Join(state, "sessions", goneScripted.ID, "session.json")
+	ectx, ecancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer ecancel()
+	if err := await.Dir(ectx, filepath.Dir(record), func() bool {
+		b, _ := os.ReadFile(record)
+		var st struct {
+			Jobs map[string]struct{ State orchestrator.JobState }
 		}
-		for _, sp := range info.Spawned {
-			done = done || (sp.ID == goneScripted.ID && sp.Done)
+		json.Unmarshal(b, &st)
+		for _, j := range st.Jobs {
+			if j.State.Ended {
+				return true
+			}
 		}
+		return false
+	}); err != nil {
+		t.Fatalf("the gone session's scripted child's script did not end: %v", err)
 	}
 	for id, script := range map[string]string{child.ID: "echo from the child > kid.txt", orphan.ID: "echo from the orphan > orphan.txt"} {
 		if r, err := c.Bash(ctx, id, api.BashRequest{Script: script}); err != nil || r.End.Status != 0 {

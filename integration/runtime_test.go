@@ -256,3 +256,31 @@ func TestSettingsRuntimeRunscPool(t *testing.T) {
 		t.Errorf("the session's container's labels: %v, %v", labels, err)
 	}
 }
+
+// Debian's runsc refuses AT_NO_AUTOMOUNT in statx and newfstatat, which coreutils' ls and
+// stat pass on every named path; the kernel finds that out and starts each command through
+// its tracer, which clears the flag: ls and stat on a named path work under gVisor, each
+// command traced there, and untraced under runc, where nothing needs mending.
+func TestContainerdRunscAutomount(t *testing.T) {
+	runsc(t)
+	c := containerdDaemon(t)
+	img := containerdHostImage(t, c)
+	ctx := testContext(t)
+	const script = `mkdir -p sub && echo x > sub/f && ls sub && stat -c '%n %s' sub/f && sed -n 's/^TracerPid:[[:space:]]*//p' /proc/self/status`
+	for _, tc := range []struct {
+		name   string
+		tr     *containerd.Transport
+		traced bool
+	}{{"runc", containerdTransport(t, c, img, docker.Hardening{}), false}, {"runsc", runscContainerd(t, c, img, docker.Hardening{}), true}} {
+		s, _ := transportSession(t, ctx, tc.tr, nil)
+		res := bash(t, ctx, s, script)
+		lines := strings.Fields(stdout(res))
+		if len(lines) != 4 || lines[0] != "f" || lines[1] != "sub/f" || lines[2] != "2" {
+			t.Errorf("%s: %s", tc.name, res)
+			continue
+		}
+		if traced := lines[3] != "0"; traced != tc.traced {
+			t.Errorf("%s: a command runs traced: %v, want %v", tc.name, traced, tc.traced)
+		}
+	}
+}

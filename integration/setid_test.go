@@ -281,3 +281,14 @@ func openIn(t *testing.T, ctx context.Context, ws string, tr transport.Transport
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// The set-id attacks under gVisor through containerd, where each command also runs under the
+// kernel's tracer (its filter beside the set-id one): the set-id filter still stops them.
+func TestSetIDContainerdRunsc(t *testing.T) {
+	runsc(t)
+	c := containerdDaemon(t)
+	img := containerdHostImage(t, c)
+	RunSetID(t, func(t *testing.T, ctx context.Context, ws string) (*orchestrator.Session, string) {
+		return openIn(t, ctx, ws, runscContainerd(t, c, img, docker.Hardening{})), "/work"
+	}, SetIDCase{Container: true})
+}

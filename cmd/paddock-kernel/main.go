@@ -51,6 +51,11 @@ func main() {
 		}
 		os.Exit(kernel.Shell(fd, 0))
 	}
+	if len(os.Args) > 3 && os.Args[1] == "automount" {
+		// The tracer the kernel starts a command through where the machine refuses
+		// AT_NO_AUTOMOUNT (Debian's gVisor): PATH ARGV...
+		os.Exit(kernel.Automount(os.Args[2], os.Args[3:]))
+	}
 	flags := flag.NewFlagSet("paddock-kernel", flag.ContinueOnError)
 	flags.Usage = func() {
 		fmt.Fprintln(flags.Output(), "usage: paddock-kernel [flags]    (frames on stdin and stdout)")

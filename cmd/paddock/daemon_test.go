@@ -16,6 +16,7 @@ import (
 	"github.com/paddockhq/paddock/client"
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/orchestrator"
 )
 
@@ -67,27 +68,22 @@ var daemonCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 			ts.Fatalf("%s did not end after %s", args[0], args[1])
 		}
 	},
-	// daemon-ready SOCKET: wait until the daemon at SOCKET answers (10s at most).
+	// daemon-ready SOCKET: wait until the daemon at SOCKET answers (two minutes at most):
+	// once its socket accepts, seen at a change in the socket's directory.
 	"daemon-ready": func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) != 1 {
 			ts.Fatalf("usage: daemon-ready SOCKET")
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := await.Socket(ctx, args[0]); err != nil {
+			ts.Fatalf("daemon at %s: %v", args[0], err)
+		}
 		c, err := client.New("unix://" + args[0])
 		ts.Check(err)
 		defer c.Close()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_, err := c.Health(ctx)
-			cancel()
-			if err == nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				ts.Fatalf("daemon at %s: %v", args[0], err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		_, err = c.Health(ctx)
+		ts.Check(err)
 	},
 	// daemon-open VAR DIR [TRANSPORT [BUDGET]]: open a session in DIR; $VAR is its id.
 	"daemon-open": func(ts *testscript.TestScript, neg bool, args []string) {

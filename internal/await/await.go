@@ -18,8 +18,8 @@ import (
 )
 
 // Exit waits for process pid to end; a process that is gone already, or a zombie not yet
-// reaped, has ended. It works for any process the caller may signal, its child or not: the
-// wait is a poll(2) on a pidfd, which becomes readable when the process exits.
+// reaped, has ended. It works for any process, the caller's child or not: the wait is a
+// poll(2) on a pidfd, which becomes readable when the process exits.
 func Exit(ctx context.Context, pid int) error {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if errors.Is(err, unix.ESRCH) {
@@ -96,7 +96,9 @@ func Dir(ctx context.Context, dir string, cond func() bool) error {
 		select {
 		case <-w.Events:
 		case err := <-w.Errors:
-			return err
+			if !errors.Is(err, fsnotify.ErrEventOverflow) { // changes were lost: look again
+				return err
+			}
 		case <-ctx.Done():
 			return fmt.Errorf("watching %s: %w", dir, ctx.Err())
 		}

@@ -243,7 +243,11 @@ func (s *server) run(e *execution) (*wire.ExecResult, error) {
 			Files: files,
 			Sys:   &syscall.SysProcAttr{Setpgid: true, Pgid: leader},
 		}
-		pid, ch, err := s.reaper.forkExec(c.path, c.argv, attr)
+		path, argv := c.path, c.argv
+		if s.automount {
+			path, argv = s.self, append([]string{"paddock-kernel", "automount", path}, argv...)
+		}
+		pid, ch, err := s.reaper.forkExec(path, argv, attr)
 		if errors.Is(err, syscall.ENOEXEC) {
 			// A file with no #! line is a shell script, as execvp runs it.
 			pathEnv, hasPath := lookupEnv(c.env, "PATH")

@@ -27,8 +27,11 @@ type server struct {
 	relay  *relay // nil: no host socket
 	socket string // the host socket's path, given to every exec; "" without one
 	self   string // the kernel's own program, which runs its shell (shell.go)
-	ctx    context.Context
-	cancel context.CancelFunc
+	// automount: the machine refuses AT_NO_AUTOMOUNT, and commands start through the
+	// kernel's tracer (automount.go).
+	automount bool
+	ctx       context.Context
+	cancel    context.CancelFunc
 
 	// execute runs an exec; tests of the request reader put a stub here.
 	execute func(*execution) (*wire.ExecResult, error)
@@ -65,6 +68,7 @@ func newServer(opts Options, out *output) *server {
 	} else {
 		s.self = os.Args[0]
 	}
+	s.automount = automountRefused()
 	return s
 }
 
