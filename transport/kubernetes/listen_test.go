@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/transport"
 )
 
@@ -87,13 +89,14 @@ func TestLaunchScript(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !early {
-			// A bounded poll, for want of an event: the shell says it catches USR1 only in
-			// /proc.
-			for deadline := time.Now().Add(time.Minute); !catches(cmd.Process.Pid, syscall.SIGUSR1); time.Sleep(5 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					t.Fatal("the shell never set its trap")
-				}
+			// The one bounded poll, for want of an event: the shell says it catches USR1
+			// only in /proc.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			err := await.Poll(ctx, 5*time.Millisecond, func() bool { return catches(cmd.Process.Pid, syscall.SIGUSR1) })
+			cancel()
+			if err != nil {
+				cmd.Process.Kill()
+				t.Fatal("the shell never set its trap")
 			}
 			os.WriteFile(key, []byte("k"), 0o600)
 			cmd.Process.Signal(syscall.SIGUSR1)
