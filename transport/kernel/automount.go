@@ -130,6 +130,12 @@ func Automount(path string, argv []string) int {
 		fmt.Fprintln(os.Stderr, st.Error)
 		return st.Code
 	}
+	// The tracer may set the registers of every process it traces, the kernel's shell among
+	// them, which makes itself undumpable so that no process of the sandbox steers it: no
+	// process of the sandbox may steer the tracer either. Not before the program started:
+	// gVisor refuses PTRACE_TRACEME to a child that is undumpable, as a fork of an
+	// undumpable tracer is until it execs.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	return trace(pid)
 }
 

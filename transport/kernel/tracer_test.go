@@ -142,3 +142,23 @@ func givenFDs(t *testing.T, n int) string {
 	slices.Sort(fds) // ls's order: by name
 	return strings.Join(fds, "\n") + "\n"
 }
+
+// The tracer, which holds every traced process (the kernel's shell, undumpable, among them),
+// is undumpable itself, so that no process of the sandbox attaches to it: its /proc files
+// are root's, not its user's (here, as root, run with a group of its own).
+func TestAutomountTracerUndumpable(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("no tracer on this architecture")
+	}
+	cmd := exec.Command(kernelBin, "automount", "/bin/sh", "sh", "-c", `stat -c %u:%g /proc/$PPID/status`)
+	if os.Getuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 0, Gid: 12345}}
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "0:0" {
+		t.Errorf("the tracer's /proc files are %s's, want 0:0 (undumpable)", got)
+	}
+}
