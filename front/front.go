@@ -192,6 +192,12 @@ func (w Where) MCP(ctx context.Context, id string) (*Served, error) {
 			return err
 		}
 		w.Handback(ended.Handback)
+		for _, warn := range ended.Warnings {
+			w.Notice("warning: " + warn)
+		}
+		if e := ended.HandbackError; e != "" { // the box's work is in a local copy only, as Run says
+			return errors.New(e)
+		}
 		return nil
 	})}, nil
 }
