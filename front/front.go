@@ -50,6 +50,12 @@ func (l *Local) Close() (*workspace.Report, error) { return l.close() }
 // variable left out, a missing sftp subsystem), and handback what came back of a workspace
 // synced to a box when it closes.
 func Open(ctx context.Context, o session.Options, notice func(string), handback func(*api.Report)) (*Local, error) {
+	if notice == nil {
+		notice = func(string) {}
+	}
+	if handback == nil {
+		handback = func(*api.Report) {}
+	}
 	s, p, err := session.Open(ctx, o)
 	if err != nil {
 		return nil, err
@@ -93,14 +99,27 @@ type Where struct {
 	// Request is the daemon's request for the same session; called only with Host.
 	Request func() (api.OpenRequest, error)
 	// Notice gets what the user must be told as it comes: notices, warnings, a hand-back
-	// that failed.
+	// that failed; nil drops them.
 	Notice func(string)
-	// Handback gets what came back of a workspace synced to a box, when it comes back.
+	// Handback gets what came back of a workspace synced to a box, when it comes back; nil
+	// drops it (Run returns it too).
 	Handback func(*api.Report)
+}
+
+// filled is w with a no-op for each callback left nil.
+func (w Where) filled() Where {
+	if w.Notice == nil {
+		w.Notice = func(string) {}
+	}
+	if w.Handback == nil {
+		w.Handback = func(*api.Report) {}
+	}
+	return w
 }
 
 // Open opens the session here (Host aside): see Open.
 func (w Where) Open(ctx context.Context) (*Local, error) {
+	w = w.filled()
 	o, err := w.Options()
 	if err != nil {
 		return nil, err
@@ -122,6 +141,7 @@ type Served struct {
 // MCP is the session an MCP server serves: with Host, the daemon's session id, or a new
 // one opened there when id is ""; else one opened here.
 func (w Where) MCP(ctx context.Context, id string) (*Served, error) {
+	w = w.filled()
 	if w.Host == "" {
 		if id != "" {
 			return nil, errdefs.New(errdefs.InvalidArgument, "usage", "--session names a daemon's session: give --host unix://PATH too")
@@ -172,6 +192,12 @@ func (w Where) MCP(ctx context.Context, id string) (*Served, error) {
 			return err
 		}
 		w.Handback(ended.Handback)
+		for _, warn := range ended.Warnings {
+			w.Notice("warning: " + warn)
+		}
+		if e := ended.HandbackError; e != "" { // the box's work is in a local copy only, as Run says
+			return errors.New(e)
+		}
 		return nil
 	})}, nil
 }
@@ -180,6 +206,7 @@ func (w Where) MCP(ctx context.Context, id string) (*Served, error) {
 // else in this process (fanout.Open) with their clones, conflicts and reports in stateDir
 // ("" makes one beside the workspace).
 func (w Where) Spawner(ctx context.Context, stateDir string) (fanout.Spawner, error) {
+	w = w.filled()
 	if w.Host == "" {
 		o, err := w.Options()
 		if err != nil {
@@ -209,6 +236,7 @@ func (w Where) Spawner(ctx context.Context, stateDir string) (fanout.Spawner, er
 // Settings are the settings a session would have, each with its source: here, or with
 // Host the daemon's (its environment, its global file).
 func (w Where) Settings(ctx context.Context) ([]api.Setting, error) {
+	w = w.filled()
 	if w.Host == "" {
 		o, err := w.Options()
 		if err != nil {
@@ -249,6 +277,7 @@ type Script struct {
 // too). A failure of the hand-back (the box's work kept in a local copy only) is the
 // error, with the result all the same.
 func (w Where) Run(ctx context.Context, sc Script) (*api.Result, *api.Report, error) {
+	w = w.filled()
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if w.Host == "" {
@@ -269,7 +298,10 @@ func (w Where) Run(ctx context.Context, sc Script) (*api.Result, *api.Report, er
 		}
 		res, err := s.Run(ctx, call)
 		if err != nil {
-			return nil, nil, err
+			// The session is closed all the same, and what its closing says (a hand-back
+			// that failed: the box's work in a local copy only) is not lost.
+			_, cerr := l.Close()
+			return nil, nil, errors.Join(err, cerr)
 		}
 		rep, err := l.Close()
 		return res.API(), rep.API(), err

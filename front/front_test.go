@@ -58,6 +58,24 @@ func TestRunHere(t *testing.T) {
 	}
 }
 
+// A library caller may leave Notice and Handback unset: a script runs here, and its session
+// closes, all the same.
+func TestRunHereWithoutCallbacks(t *testing.T) {
+	w, _ := here(t, t.TempDir())
+	w.Notice, w.Handback = nil, nil
+	res, rep, err := w.Run(context.Background(), Script{Script: "exit 4"})
+	if err != nil || res.End.Status != 4 || rep != nil {
+		t.Fatalf("result %+v, hand-back %v, %v", res, rep, err)
+	}
+	sv, err := w.MCP(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sv.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A step outside the auto set with no terminal is refused as unanswered, the run's result
 // says so.
 func TestRunHereRefusesUnanswered(t *testing.T) {

@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/paddockhq/paddock/transport/kernel"
 	"github.com/paddockhq/paddock/transport/kernel/setid"
 )
@@ -36,7 +38,9 @@ func main() {
 	}
 	if len(os.Args) == 3 && os.Args[1] == "join" {
 		// The channel a host reaches a listening kernel by where it cannot dial its socket:
-		// this process's standard streams joined to the socket.
+		// this process's standard streams joined to the socket. The host's key passes
+		// through it: undumpable, no process of the sandbox may read or steer it.
+		unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 		if err := kernel.Join(os.Args[2], os.Stdin, os.Stdout, joinWait); err != nil {
 			fmt.Fprintln(os.Stderr, "paddock-kernel:", err)
 			os.Exit(1)

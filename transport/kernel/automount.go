@@ -130,6 +130,12 @@ func Automount(path string, argv []string) int {
 		fmt.Fprintln(os.Stderr, st.Error)
 		return st.Code
 	}
+	// The tracer may set the registers of every process it traces, the kernel's shell among
+	// them, which makes itself undumpable so that no process of the sandbox steers it: no
+	// process of the sandbox may steer the tracer either. Not before the program started:
+	// gVisor refuses PTRACE_TRACEME to a child that is undumpable, as a fork of an
+	// undumpable tracer is until it execs.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	return trace(pid)
 }
 
@@ -209,9 +215,9 @@ func groupStop(tid int) bool {
 	return e == unix.EINVAL
 }
 
-// ownFiles are the descriptors the tracer holds, each to be the program's at the same
-// number (its standard streams, its redirections, the kernel's shell's channel); a gap is
-// closed in the program.
+// ownFiles are the descriptors the tracer was given (open across exec), each to be the
+// program's at the same number (its standard streams, its redirections, the kernel's
+// shell's channel); a gap is closed in the program.
 func ownFiles() ([]uintptr, error) {
 	d, err := os.Open("/proc/self/fd")
 	if err != nil {
@@ -230,8 +236,11 @@ func ownFiles() ([]uintptr, error) {
 		if err != nil || fd == dirFD {
 			continue
 		}
-		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
-			continue // the runtime's own, closed since
+		// What the kernel gave the tracer is open across exec; what is closed on exec is the
+		// tracer's own (the Go runtime's poller and eventfd, its cgroup files), which the
+		// program must not get, or one closed since.
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC != 0 {
+			continue
 		}
 		open[fd] = true
 		top = max(top, fd)

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -71,6 +73,12 @@ func TestAutomountTracer(t *testing.T) {
 	if b, _ := os.ReadFile(f.Name()); string(b) != "three\n" {
 		t.Errorf("descriptor 3 got %q", b)
 	}
+	// The program holds the descriptors the tracer was given (0 to 3, and what this test
+	// holds open across exec, which a child inherits) and none of the tracer's own (its
+	// runtime's poller, eventfd and cgroup files): ls's own directory is the lowest free.
+	if out, st := automount(t, dir, []*os.File{f}, "ls", "/proc/self/fd"); !st.Success() || out != givenFDs(t, 4) {
+		t.Errorf("ls /proc/self/fd with descriptor 3 given: %q, %v, want %q", out, st, givenFDs(t, 4))
+	}
 	// Every process of the program's is traced by the tracer, a grandchild too.
 	// The grandchild prints its tracer's process (the tracer's thread's group), then the
 	// program prints its parent: the tracer, both.
@@ -96,5 +104,61 @@ func TestAutomountStopSignal(t *testing.T) {
 	out, st := automount(t, t.TempDir(), nil, "sh", "-c", "kill -STOP $$; echo went on")
 	if out != "went on\n" || !st.Success() {
 		t.Errorf("kill -STOP $$; echo went on: %q, %v", out, st)
+	}
+}
+
+// givenFDs is what ls /proc/self/fd prints in a child of this process given descriptors 0
+// to n-1: those, the ones this process holds open across exec, and ls's directory at the
+// lowest number free.
+func givenFDs(t *testing.T, n int) string {
+	t.Helper()
+	names, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[int]bool{}
+	for i := range n {
+		held[i] = true
+	}
+	for _, e := range names {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+			held[fd] = true
+		}
+	}
+	for i := 0; ; i++ {
+		if !held[i] {
+			held[i] = true
+			break
+		}
+	}
+	var fds []string
+	for fd := range held {
+		fds = append(fds, strconv.Itoa(fd))
+	}
+	slices.Sort(fds) // ls's order: by name
+	return strings.Join(fds, "\n") + "\n"
+}
+
+// The tracer, which holds every traced process (the kernel's shell, undumpable, among them),
+// is undumpable itself, so that no process of the sandbox attaches to it: its /proc files
+// are root's, not its user's (here, as root, run with a group of its own).
+func TestAutomountTracerUndumpable(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("no tracer on this architecture")
+	}
+	cmd := exec.Command(kernelBin, "automount", "/bin/sh", "sh", "-c", `stat -c %u:%g /proc/$PPID/status`)
+	if os.Getuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 0, Gid: 12345}}
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "0:0" {
+		t.Errorf("the tracer's /proc files are %s's, want 0:0 (undumpable)", got)
 	}
 }

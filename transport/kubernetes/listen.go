@@ -88,18 +88,27 @@ func (t *Transport) Reattach(ctx context.Context, spec transport.Spec) (transpor
 }
 
 // listeningPod is the pod whose kernel listens for the host directory listen (its
-// annotation), nil when there is none.
+// annotation), nil when there is none. More than one is an error: whoever may make pods in
+// the namespace can make one that says so, and neither is the host's to attach to or delete.
 func listeningPod(ctx context.Context, c k8s.Interface, namespace, listen string) (*corev1.Pod, error) {
+	if listen == "" {
+		return nil, errors.New("kubernetes: no listening directory to find a pod by")
+	}
 	list, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelManaged + "=1"})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: find the session's pod: %w", err)
 	}
+	var found *corev1.Pod
 	for i := range list.Items {
-		if list.Items[i].Annotations[AnnotationListen] == listen {
-			return &list.Items[i], nil
+		if list.Items[i].Annotations[AnnotationListen] != listen {
+			continue
 		}
+		if found != nil {
+			return nil, fmt.Errorf("kubernetes: pods %s and %s both say they listen for %s: neither is taken", found.Name, list.Items[i].Name, listen)
+		}
+		found = &list.Items[i]
 	}
-	return nil, nil
+	return found, nil
 }
 
 // attachPod attaches to the kernel listening in a running pod, over a join exec, and
