@@ -40,12 +40,14 @@ func k8sPoolWorkspace(t testing.TB) (string, *pathmap.Map, transport.Spec) {
 }
 
 // k8sPool is a pool of size warm pods for spec, filled; it is closed at the test's end.
-func k8sPool(t testing.TB, c cluster, size int, spec transport.Spec) *pool.Pool {
+// With listenIn set the warm kernels listen there, each in a directory of its own, as a
+// daemon's do.
+func k8sPool(t testing.TB, c cluster, size int, spec transport.Spec, listenIn string) *pool.Pool {
 	t.Helper()
 	tr := c.transport(t, docker.Hardening{})
 	tr.Stderr = nil
 	p := pool.New(pool.Config{Transport: tr, Size: size, Env: sandboxEnv, Log: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
-		ReadyTimeout: 2 * time.Minute})
+		ReadyTimeout: 2 * time.Minute, ListenIn: listenIn})
 	t.Cleanup(func() { p.Close() })
 	if err := p.Warm(spec); err != nil {
 		t.Fatal(err)
@@ -107,7 +109,7 @@ func TestKubernetesPool(t *testing.T) {
 	ws, pm, spec := k8sPoolWorkspace(t)
 	os.Mkdir(ws+"/sub", 0o755)
 	os.Chown(ws+"/sub", 65534, 65534)
-	p := k8sPool(t, c, 1, spec)
+	p := k8sPool(t, c, 1, spec, "")
 	warm := poolPods(t, ctx, c, p.ID())
 	if len(warm) != 1 {
 		t.Fatalf("the pool's pods: %v, want one", warm)
@@ -163,50 +165,66 @@ func waitPoolReady(t testing.TB, p *pool.Pool, spec transport.Spec, n int) {
 // BenchmarkKubernetesPoolClaim/cold opens a session from nothing (a pod created and
 // running, the kernel streamed in and exec'd, ping answered); /pool opens one from a full
 // pool of two (a warm pod claimed, its working directory taken, ping answered), the pool
-// refilled between sessions off the clock. Each reports the p50 and p99 of a session's
-// ready time besides ns/op.
+// refilled between sessions off the clock. /cold-listening and /pool-listening are the
+// same with kernels that listen in their pods, as a daemon's do (the kernel's key written
+// and its first process told, then a join exec attached). Each reports the p50 and p99 of
+// a session's ready time besides ns/op.
 func BenchmarkKubernetesPoolClaim(b *testing.B) {
 	c := benchCluster(b)
-	b.Run("cold", func(b *testing.B) {
-		ws, pm, spec := k8sPoolWorkspace(b)
-		tr := c.transport(b, docker.Hardening{})
-		tr.Stderr = nil
-		ctx := context.Background()
-		var ds []time.Duration
-		b.ResetTimer()
-		for range b.N {
-			t0 := time.Now()
-			s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: ws, Transport: tr, Kernel: spec.Kernel, Env: sandboxEnv, PathMap: pm, Ephemeral: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ds = append(ds, time.Since(t0))
-			b.StopTimer()
-			s.Close()
-			b.StartTimer()
+	for _, listen := range []bool{false, true} {
+		suffix := ""
+		if listen {
+			suffix = "-listening"
 		}
-		b.StopTimer()
-		percentiles(b, ds)
-	})
-	b.Run("pool", func(b *testing.B) {
-		ws, pm, spec := k8sPoolWorkspace(b)
-		p := k8sPool(b, c, 2, spec)
-		ctx := context.Background()
-		var ds []time.Duration
-		b.ResetTimer()
-		for range b.N {
-			t0 := time.Now()
-			s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: ws, Transport: p, Kernel: spec.Kernel, Env: sandboxEnv, PathMap: pm, Ephemeral: true})
-			if err != nil {
-				b.Fatal(err)
+		b.Run("cold"+suffix, func(b *testing.B) {
+			ws, pm, spec := k8sPoolWorkspace(b)
+			k := c.transport(b, docker.Hardening{})
+			k.Stderr = nil
+			var tr transport.Transport = k
+			if listen {
+				tr = listenAll{Transport: k, dir: b.TempDir()}
 			}
-			ds = append(ds, time.Since(t0))
+			ctx := context.Background()
+			var ds []time.Duration
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: ws, Transport: tr, Kernel: spec.Kernel, Env: sandboxEnv, PathMap: pm, Ephemeral: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ds = append(ds, time.Since(t0))
+				b.StopTimer()
+				s.Close()
+				b.StartTimer()
+			}
 			b.StopTimer()
-			s.Close()
-			waitPoolReady(b, p, spec, 2)
-			b.StartTimer()
-		}
-		b.StopTimer()
-		percentiles(b, ds)
-	})
+			percentiles(b, ds)
+		})
+		b.Run("pool"+suffix, func(b *testing.B) {
+			ws, pm, spec := k8sPoolWorkspace(b)
+			listenIn := ""
+			if listen {
+				listenIn = b.TempDir()
+			}
+			p := k8sPool(b, c, 2, spec, listenIn)
+			ctx := context.Background()
+			var ds []time.Duration
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				s, err := orchestrator.Open(ctx, orchestrator.Config{Workspace: ws, Transport: p, Kernel: spec.Kernel, Env: sandboxEnv, PathMap: pm, Ephemeral: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ds = append(ds, time.Since(t0))
+				b.StopTimer()
+				s.Close()
+				waitPoolReady(b, p, spec, 2)
+				b.StartTimer()
+			}
+			b.StopTimer()
+			percentiles(b, ds)
+		})
+	}
 }

@@ -433,6 +433,16 @@ func (p *Pool) fill(b *bucket) {
 			b.failures++
 			b.lastErr = err
 			p.log.Warn("a warm kernel did not start", "failures", b.failures, "err", err)
+			// Another start takes its place after a pause, until MaxFailures in a row have
+			// failed: a backend's passing fault (its API server restarting, say) leaves the
+			// pool full again, and a WaitReady is answered either way.
+			if b.failures < MaxFailures {
+				time.AfterFunc(RetryAfter<<(b.failures-1), func() {
+					p.mu.Lock()
+					defer p.mu.Unlock()
+					p.refill(b)
+				})
+			}
 		}
 		return
 	}
@@ -630,6 +640,10 @@ func (k *kernel) alive() bool {
 		return true
 	}
 }
+
+// RetryAfter is the pause before a warm kernel's start that failed is tried again; it
+// doubles at each failure in a row.
+const RetryAfter = time.Second
 
 // RefillAfter is how long after a claim the pool refills when the claimed kernel has not
 // answered its session before.

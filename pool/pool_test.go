@@ -144,6 +144,48 @@ func TestRefills(t *testing.T) {
 	}
 }
 
+// failingTransport fails its first fail starts, then starts kernels locally.
+type failingTransport struct {
+	local.Transport
+	mu   sync.Mutex
+	fail int
+}
+
+func (f *failingTransport) Start(ctx context.Context, spec transport.Spec) (transport.Kernel, error) {
+	f.mu.Lock()
+	fail := f.fail > 0
+	f.fail--
+	f.mu.Unlock()
+	if fail {
+		return nil, errors.New("the backend does not answer")
+	}
+	return f.Transport.Start(ctx, spec)
+}
+
+// law: pool_refills — a warm start that failed is tried again (a backend's passing fault
+// leaves the pool full), until MaxFailures in a row have failed: then WaitReady says so.
+func TestRefillsAfterAFailure(t *testing.T) {
+	for _, c := range []struct {
+		fail int
+		full bool
+	}{{1, true}, {pool.MaxFailures - 1, true}, {pool.MaxFailures, false}} {
+		tr := &failingTransport{fail: c.fail}
+		p := pool.New(pool.Config{Transport: tr, Size: 1})
+		defer p.Close()
+		spec := transport.Spec{Kernel: kernelBinary(t), Cwd: t.TempDir()}
+		p.Warm(spec)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := p.WaitReady(ctx, spec, 1)
+		cancel()
+		if c.full && err != nil {
+			t.Errorf("%d failures: %v, want the pool full", c.fail, err)
+		}
+		if !c.full && (err == nil || errors.Is(err, context.DeadlineExceeded)) {
+			t.Errorf("%d failures: %v, want the failures told", c.fail, err)
+		}
+	}
+}
+
 // law: pool_session_own — a session from the pool runs its commands in its own working
 // directory with its own environment and nothing of the pool's.
 func TestSessionGetsItsOwnEnvironment(t *testing.T) {

@@ -251,16 +251,33 @@ func (t *Transport) waitRunning(ctx context.Context, pod *corev1.Pod) error {
 	pods := t.Client.CoreV1().Pods(pod.Namespace)
 	rv := pod.ResourceVersion
 	last := pod
+	// The API server may not answer for a while (restarted, say): the pod is watched
+	// again once it does, until ctx ends.
+	wait := 50 * time.Millisecond
 	for {
 		if done, err := running(last); done || err != nil {
 			return err
 		}
+		if rv == "" {
+			p, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				return &PodGoneError{Pod: pod.Name, Reason: "deleted before it ran"}
+			case err != nil:
+				if !pause(ctx, &wait) {
+					return t.notRunning(last, ctx.Err())
+				}
+				continue
+			}
+			last, rv = p, p.ResourceVersion
+			continue
+		}
 		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", pod.Name).String(), ResourceVersion: rv})
 		if err != nil {
-			if ctx.Err() != nil {
+			if !pause(ctx, &wait) {
 				return t.notRunning(last, ctx.Err())
 			}
-			return fmt.Errorf("kubernetes: watch the kernel's pod: %w", err)
+			continue
 		}
 		for ev := range w.ResultChan() {
 			switch ev.Type {
@@ -285,16 +302,20 @@ func (t *Transport) waitRunning(ctx context.Context, pod *corev1.Pod) error {
 		if ctx.Err() != nil {
 			return t.notRunning(last, ctx.Err())
 		}
-		if rv == "" {
-			p, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return &PodGoneError{Pod: pod.Name, Reason: "deleted before it ran"}
-			} else if err != nil {
-				return fmt.Errorf("kubernetes: the kernel's pod: %w", err)
-			}
-			last, rv = p, p.ResourceVersion
-		}
+		wait = 50 * time.Millisecond // it watched: the server answers
 	}
+}
+
+// pause waits *wait, or less if ctx ends first (false then), and doubles *wait up to two
+// seconds: the pause between tries of an API server that does not answer.
+func pause(ctx context.Context, wait *time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(*wait):
+	}
+	*wait = min(2**wait, 2*time.Second)
+	return true
 }
 
 // notRunning is the error of a pod that did not run in time: what it was waiting for.

@@ -227,7 +227,7 @@ func (k *listener) Kill() error {
 // that grows to two seconds, until ctx ends.
 func (t *Transport) watchEnd(ctx context.Context, pod string) error {
 	pods := t.Client.CoreV1().Pods(t.Namespace)
-	pause := 50 * time.Millisecond
+	wait := 50 * time.Millisecond
 	for {
 		p, err := pods.Get(ctx, pod, metav1.GetOptions{})
 		switch {
@@ -256,14 +256,11 @@ func (t *Transport) watchEnd(ctx context.Context, pod string) error {
 				}
 			}
 			w.Stop()
-			pause = 50 * time.Millisecond // it watched: the server answers
+			wait = 50 * time.Millisecond // it watched: the server answers
 		}
-		select {
-		case <-ctx.Done():
+		if !pause(ctx, &wait) {
 			return ctx.Err()
-		case <-time.After(pause):
 		}
-		pause = min(2*pause, 2*time.Second)
 	}
 }
 
