@@ -126,30 +126,10 @@ func TestConformanceContainerd(t *testing.T) {
 	c := containerdDaemon(t)
 	kernel := kernelBinary(t)
 	img := containerdHostImage(t, c)
-	RunConformance(t, func(t *testing.T) Env {
-		ws := t.TempDir()
-		pm, err := pathmap.New(pathmap.Mount{Sandbox: "/work", Host: ws})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Env{
-			Transport:       containerdTransport(t, c, img, docker.Hardening{}),
-			Kernel:          kernel,
-			KernelInSandbox: docker.KernelPath,
-			Workspace:       ws,
-			PathMap:         pm,
-			Environ: func(host, names []string) []string {
-				env, _ := environ.Sandbox(host, names, sandboxEnv, pm)
-				return env
-			},
-			Leftovers: func(ctx context.Context, session string, _ []int) []string {
-				ids, err := containerd.SessionContainers(ctx, c, session)
-				if err != nil {
-					return []string{err.Error()}
-				}
-				return ids
-			},
-		}
+	containerConformance(t, kernel, false, func(t *testing.T) transport.Transport {
+		return containerdTransport(t, c, img, docker.Hardening{})
+	}, func(ctx context.Context, session string) ([]string, error) {
+		return containerd.SessionContainers(ctx, c, session)
 	})
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/docker"
-	"github.com/paddockhq/paddock/transport/environ"
 	"github.com/paddockhq/paddock/transport/pathmap"
 )
 
@@ -18,31 +17,10 @@ func TestConformanceDocker(t *testing.T) {
 	cli := engine(t)
 	kernel := kernelBinary(t)
 	img := hostImage(t, cli)
-	RunConformance(t, func(t *testing.T) Env {
-		ws := t.TempDir()
-		pm, err := pathmap.New(pathmap.Mount{Sandbox: "/work", Host: ws})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := &docker.Transport{Client: cli, Image: img, Mounts: hostMounts(), Stderr: testWriter{t}}
-		return Env{
-			Transport:       tr,
-			Kernel:          kernel,
-			KernelInSandbox: docker.KernelPath,
-			Workspace:       ws,
-			PathMap:         pm,
-			Environ: func(host, names []string) []string {
-				env, _ := environ.Sandbox(host, names, sandboxEnv, pm)
-				return env
-			},
-			Leftovers: func(ctx context.Context, session string, _ []int) []string {
-				ids, err := docker.SessionContainers(ctx, cli, session)
-				if err != nil {
-					return []string{err.Error()}
-				}
-				return ids
-			},
-		}
+	containerConformance(t, kernel, false, func(t *testing.T) transport.Transport {
+		return &docker.Transport{Client: cli, Image: img, Mounts: hostMounts(), Stderr: testWriter{t}}
+	}, func(ctx context.Context, session string) ([]string, error) {
+		return docker.SessionContainers(ctx, cli, session)
 	})
 }
 

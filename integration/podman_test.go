@@ -19,9 +19,8 @@ import (
 	"github.com/paddockhq/paddock/daemon/api"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/session"
+	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/docker"
-	"github.com/paddockhq/paddock/transport/environ"
-	"github.com/paddockhq/paddock/transport/pathmap"
 )
 
 // Podman as the docker transport's engine, through its Docker-compatible service
@@ -66,30 +65,10 @@ func TestConformancePodman(t *testing.T) {
 	cli, _ := podmanEngine(t)
 	kernel := kernelBinary(t)
 	img := hostImage(t, cli)
-	RunConformance(t, func(t *testing.T) Env {
-		ws := t.TempDir()
-		pm, err := pathmap.New(pathmap.Mount{Sandbox: "/work", Host: ws})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Env{
-			Transport:       &docker.Transport{Client: cli, Image: img, Mounts: hostMounts(), Stderr: testWriter{t}},
-			Kernel:          kernel,
-			KernelInSandbox: docker.KernelPath,
-			Workspace:       ws,
-			PathMap:         pm,
-			Environ: func(host, names []string) []string {
-				env, _ := environ.Sandbox(host, names, sandboxEnv, pm)
-				return env
-			},
-			Leftovers: func(ctx context.Context, session string, _ []int) []string {
-				ids, err := docker.SessionContainers(ctx, cli, session)
-				if err != nil {
-					return []string{err.Error()}
-				}
-				return ids
-			},
-		}
+	containerConformance(t, kernel, false, func(t *testing.T) transport.Transport {
+		return &docker.Transport{Client: cli, Image: img, Mounts: hostMounts(), Stderr: testWriter{t}}
+	}, func(ctx context.Context, session string) ([]string, error) {
+		return docker.SessionContainers(ctx, cli, session)
 	})
 }
 
@@ -225,31 +204,10 @@ func TestConformancePodmanRunsc(t *testing.T) {
 	cli, _ := podmanRunscEngine(t)
 	kernel := kernelBinary(t)
 	img := hostImage(t, cli)
-	RunConformance(t, func(t *testing.T) Env {
-		ws := t.TempDir()
-		pm, err := pathmap.New(pathmap.Mount{Sandbox: "/work", Host: ws})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Env{
-			Transport:       podmanRunsc(t, cli, img, docker.Hardening{}),
-			Kernel:          kernel,
-			KernelInSandbox: docker.KernelPath,
-			Workspace:       ws,
-			PathMap:         pm,
-			HidesProcCwd:    true,
-			Environ: func(host, names []string) []string {
-				env, _ := environ.Sandbox(host, names, sandboxEnv, pm)
-				return env
-			},
-			Leftovers: func(ctx context.Context, session string, _ []int) []string {
-				ids, err := docker.SessionContainers(ctx, cli, session)
-				if err != nil {
-					return []string{err.Error()}
-				}
-				return ids
-			},
-		}
+	containerConformance(t, kernel, true, func(t *testing.T) transport.Transport {
+		return podmanRunsc(t, cli, img, docker.Hardening{})
+	}, func(ctx context.Context, session string) ([]string, error) {
+		return docker.SessionContainers(ctx, cli, session)
 	})
 }
 

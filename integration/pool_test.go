@@ -126,24 +126,7 @@ func runPool(t *testing.T, be poolBackend) {
 			if err := p.Warm(spec); err != nil {
 				t.Fatal(err)
 			}
-			return Env{
-				Transport:       p,
-				Kernel:          spec.Kernel,
-				KernelInSandbox: docker.KernelPath,
-				Workspace:       ws,
-				PathMap:         pm,
-				Environ: func(host, names []string) []string {
-					env, _ := environ.Sandbox(host, names, sandboxEnv, pm)
-					return env
-				},
-				Leftovers: func(ctx context.Context, session string, _ []int) []string {
-					ids, err := be.containers(ctx, session)
-					if err != nil {
-						return []string{err.Error()}
-					}
-					return ids
-				},
-			}
+			return containerEnv(p, spec.Kernel, ws, pm, be.containers)
 		})
 	})
 }

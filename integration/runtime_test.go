@@ -16,10 +16,9 @@ import (
 	"github.com/paddockhq/paddock/internal/peer"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/session"
+	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/containerd"
 	"github.com/paddockhq/paddock/transport/docker"
-	"github.com/paddockhq/paddock/transport/environ"
-	"github.com/paddockhq/paddock/transport/pathmap"
 )
 
 // The suites under gVisor (kernelTransport.runtime runsc): containerd runs the sandbox with
@@ -44,31 +43,10 @@ func TestConformanceContainerdRunsc(t *testing.T) {
 	c := containerdDaemon(t)
 	kernel := kernelBinary(t)
 	img := containerdHostImage(t, c)
-	RunConformance(t, func(t *testing.T) Env {
-		ws := t.TempDir()
-		pm, err := pathmap.New(pathmap.Mount{Sandbox: "/work", Host: ws})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Env{
-			Transport:       runscContainerd(t, c, img, docker.Hardening{}),
-			Kernel:          kernel,
-			KernelInSandbox: docker.KernelPath,
-			Workspace:       ws,
-			PathMap:         pm,
-			HidesProcCwd:    true,
-			Environ: func(host, names []string) []string {
-				env, _ := environ.Sandbox(host, names, sandboxEnv, pm)
-				return env
-			},
-			Leftovers: func(ctx context.Context, session string, _ []int) []string {
-				ids, err := containerd.SessionContainers(ctx, c, session)
-				if err != nil {
-					return []string{err.Error()}
-				}
-				return ids
-			},
-		}
+	containerConformance(t, kernel, true, func(t *testing.T) transport.Transport {
+		return runscContainerd(t, c, img, docker.Hardening{})
+	}, func(ctx context.Context, session string) ([]string, error) {
+		return containerd.SessionContainers(ctx, c, session)
 	})
 }
 
@@ -163,31 +141,10 @@ func TestConformanceDockerRunsc(t *testing.T) {
 	cli := dockerRunsc(t)
 	kernel := kernelBinary(t)
 	img := hostImage(t, cli)
-	RunConformance(t, func(t *testing.T) Env {
-		ws := t.TempDir()
-		pm, err := pathmap.New(pathmap.Mount{Sandbox: "/work", Host: ws})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Env{
-			Transport:       &docker.Transport{Client: cli, Image: img, Mounts: hostMounts(), Runtime: "runsc", Stderr: testWriter{t}},
-			Kernel:          kernel,
-			KernelInSandbox: docker.KernelPath,
-			Workspace:       ws,
-			PathMap:         pm,
-			HidesProcCwd:    true,
-			Environ: func(host, names []string) []string {
-				env, _ := environ.Sandbox(host, names, sandboxEnv, pm)
-				return env
-			},
-			Leftovers: func(ctx context.Context, session string, _ []int) []string {
-				ids, err := docker.SessionContainers(ctx, cli, session)
-				if err != nil {
-					return []string{err.Error()}
-				}
-				return ids
-			},
-		}
+	containerConformance(t, kernel, true, func(t *testing.T) transport.Transport {
+		return &docker.Transport{Client: cli, Image: img, Mounts: hostMounts(), Runtime: "runsc", Stderr: testWriter{t}}
+	}, func(ctx context.Context, session string) ([]string, error) {
+		return docker.SessionContainers(ctx, cli, session)
 	})
 }
 
