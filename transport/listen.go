@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"context"
+	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,20 +146,41 @@ func dialIn(dir, name string) (*net.UnixConn, error) {
 	return net.DialUnix("unix", nil, &net.UnixAddr{Name: fmt.Sprintf("/proc/self/fd/%d", fd), Net: "unix"})
 }
 
+// attach attaches to the kernel at the other end of c: a nonce of the host's, the kernel's
+// challenge, whose proof of the key is checked before the host proves it holds the key too.
+// The key never crosses the connection: its other end may be a program of the sandbox's (a
+// socket it swapped in), which learns nothing it could attach with, and is refused here.
 func attach(ctx context.Context, c Conn, key string) (*Attached, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(10 * time.Second)
 	}
 	c.SetDeadline(deadline)
-	body, _ := json.Marshal(wire.Attach{Key: key})
-	if err := wire.NewWriter(c).Write(&wire.Frame{Event: wire.EventAttach, Body: body}); err != nil {
+	w := wire.NewWriter(c)
+	hostNonce := wire.NewNonce()
+	body, _ := json.Marshal(wire.Attach{Nonce: hostNonce})
+	if err := w.Write(&wire.Frame{Event: wire.EventAttach, Body: body}); err != nil {
 		return nil, fmt.Errorf("attach: %w", err)
 	}
 	br := bufio.NewReaderSize(c, maxResume)
 	line, err := br.ReadSlice('\n')
 	if err != nil {
-		return nil, fmt.Errorf("attach: no resume frame from the kernel (a wrong key closes the connection): %w", err)
+		return nil, fmt.Errorf("attach: no challenge from the kernel: %w", err)
+	}
+	ch, err := ParseChallenge(line)
+	if err != nil {
+		return nil, err
+	}
+	if !hmac.Equal([]byte(ch.Proof), []byte(wire.Proof(key, wire.ProofKernel, hostNonce, ch.Nonce))) {
+		return nil, &wire.ProtocolFault{Reason: "what listens does not hold the kernel's key: not the session's kernel"}
+	}
+	body, _ = json.Marshal(wire.Prove{Proof: wire.Proof(key, wire.ProofHost, hostNonce, ch.Nonce)})
+	if err := w.Write(&wire.Frame{Event: wire.EventProve, Body: body}); err != nil {
+		return nil, fmt.Errorf("attach: %w", err)
+	}
+	line, err = br.ReadSlice('\n')
+	if err != nil {
+		return nil, fmt.Errorf("attach: no resume frame from the kernel: %w", err)
 	}
 	res, err := ParseResume(line)
 	if err != nil {
@@ -166,6 +188,25 @@ func attach(ctx context.Context, c Conn, key string) (*Attached, error) {
 	}
 	c.SetDeadline(time.Time{})
 	return &Attached{Conn: c, resume: res, r: &rest{b: br, c: c}}, nil
+}
+
+// ParseChallenge reads a kernel's challenge, the answer to an attach. It comes from the
+// sandbox: anything but a well-formed one is a protocol fault.
+func ParseChallenge(line []byte) (wire.Challenge, error) {
+	f, err := wire.Decode(line)
+	if err != nil {
+		return wire.Challenge{}, err
+	}
+	var ch wire.Challenge
+	switch {
+	case f.Event != wire.EventChallenge:
+		return ch, &wire.ProtocolFault{Reason: fmt.Sprintf("the answer to an attach is %q, not challenge", f.Event)}
+	case json.Unmarshal(f.Body, &ch) != nil:
+		return ch, &wire.ProtocolFault{Reason: "the challenge's body does not decode"}
+	case !wire.ValidNonce(ch.Nonce):
+		return ch, &wire.ProtocolFault{Reason: "the challenge's nonce is malformed"}
+	}
+	return ch, nil
 }
 
 // ParseResume reads a kernel's resume frame. It comes from the sandbox: anything but a

@@ -4,7 +4,7 @@ package kernel
 
 import (
 	"context"
-	"crypto/subtle"
+	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"net"
@@ -142,33 +142,63 @@ func (o *orphanage) stop() {
 	}
 }
 
-// attach reads a connection's attach line and checks its key.
+// attach attaches a connection's host: its attach line, the kernel's challenge (its proof
+// of the key over both nonces), the host's proof of the key. Anyone in the sandbox can
+// connect: every line is untrusted, and the key itself is never sent.
 func (s *server) attach(c *net.UnixConn, key string) (*wire.Reader, bool) {
-	c.SetReadDeadline(time.Now().Add(attachTimeout))
+	c.SetDeadline(time.Now().Add(attachTimeout))
 	lines := wire.NewReaderSize(c, wire.MaxHead)
 	line, err := lines.Next()
 	if err != nil || line.Oversize() {
 		s.log.Warn("connection closed: no attach line", "err", err)
 		return nil, false
 	}
-	if !attaches(line.Bytes, key) {
+	hostNonce, ok := attachNonce(line.Bytes)
+	line.Release()
+	if !ok {
+		s.log.Warn("connection closed: the first line is not an attach frame")
+		return nil, false
+	}
+	kernelNonce := wire.NewNonce()
+	body, _ := json.Marshal(wire.Challenge{Nonce: kernelNonce, Proof: wire.Proof(key, wire.ProofKernel, hostNonce, kernelNonce)})
+	if err := wire.NewWriter(c).Write(&wire.Frame{Event: wire.EventChallenge, Body: body}); err != nil {
+		s.log.Warn("connection closed: the challenge could not be written", "err", err)
+		return nil, false
+	}
+	line, err = lines.Next()
+	if err != nil || line.Oversize() {
+		s.log.Warn("connection closed: no answer to the challenge", "err", err)
+		return nil, false
+	}
+	ok = proves(line.Bytes, wire.Proof(key, wire.ProofHost, hostNonce, kernelNonce))
+	line.Release()
+	if !ok {
 		s.log.Warn("connection closed: not attached with the kernel's key")
 		return nil, false
 	}
-	line.Release()
-	c.SetReadDeadline(time.Time{})
+	c.SetDeadline(time.Time{})
 	// The host writes nothing more before it has read the resume frame, so nothing is left
 	// in the small reader: the rest of the connection is read with the full line limit.
 	return wire.NewReader(c), true
 }
 
-// attaches reports whether line, the first of a connection, is an attach frame with key.
-// Anyone in the sandbox can connect: the line is untrusted.
-func attaches(line []byte, key string) bool {
+// attachNonce is the host's nonce of line, the first of a connection, when it is an attach
+// frame with a well-formed one.
+func attachNonce(line []byte) (string, bool) {
 	f, err := wire.Decode(line)
 	var a wire.Attach
-	return err == nil && f.Event == wire.EventAttach && json.Unmarshal(f.Body, &a) == nil &&
-		subtle.ConstantTimeCompare([]byte(a.Key), []byte(key)) == 1
+	if err != nil || f.Event != wire.EventAttach || json.Unmarshal(f.Body, &a) != nil || !wire.ValidNonce(a.Nonce) {
+		return "", false
+	}
+	return a.Nonce, true
+}
+
+// proves reports whether line is a prove frame with the proof want.
+func proves(line []byte, want string) bool {
+	f, err := wire.Decode(line)
+	var p wire.Prove
+	return err == nil && f.Event == wire.EventProve && json.Unmarshal(f.Body, &p) == nil &&
+		hmac.Equal([]byte(p.Proof), []byte(want))
 }
 
 // ReadKeyFile reads a listening kernel's key from a file and removes the file, so that the

@@ -21,6 +21,7 @@ import (
 // listening is a kernel started with -listen, and the socket it serves.
 type listening struct {
 	sock string
+	key  string // the key it was started with
 	cmd  *exec.Cmd
 	done chan struct{}
 }
@@ -36,7 +37,7 @@ func startListening(t *testing.T, key string, flags ...string) *listening {
 	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l := &listening{sock: filepath.Join(dir, "kernel.sock"), done: make(chan struct{})}
+	l := &listening{sock: filepath.Join(dir, "kernel.sock"), key: key, done: make(chan struct{})}
 	l.cmd = exec.Command(kernelBin, append([]string{"-listen", l.sock, "-key-file", keyFile, "-tmpdir", dir}, flags...)...)
 	l.cmd.Stderr = os.Stderr
 	if err := l.cmd.Start(); err != nil {
@@ -74,11 +75,8 @@ func (l *listening) connect(t *testing.T, key string) *hostConn {
 		t.Fatal(err)
 	}
 	h := &hostConn{t: t, c: c, r: wire.NewReader(c), w: wire.NewWriter(c)}
-	body, _ := json.Marshal(wire.Attach{Key: key})
-	if err := h.w.Write(&wire.Frame{Event: wire.EventAttach, Body: body}); err != nil {
-		t.Fatal(err)
-	}
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	handshake(t, c, h.r, l.key, key)
 	f, ok := h.next()
 	if !ok || f.Event != wire.EventResume {
 		t.Fatalf("first frame: %+v %v", f, ok)
@@ -87,6 +85,53 @@ func (l *listening) connect(t *testing.T, key string) *hostConn {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// handshake is the host's half of an attach on c with key, as transport.Attach makes it: a
+// nonce, the kernel's challenge, whose proof must hold kernelKey (the one the kernel was
+// started with), then the host's proof with key. The resume frame, if any, comes next on r.
+func handshake(t *testing.T, c net.Conn, r *wire.Reader, kernelKey, key string) {
+	t.Helper()
+	w := wire.NewWriter(c)
+	hn := wire.NewNonce()
+	body, _ := json.Marshal(wire.Attach{Nonce: hn})
+	if err := w.Write(&wire.Frame{Event: wire.EventAttach, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	line, err := r.Next()
+	if err != nil {
+		t.Fatalf("no challenge: %v", err)
+	}
+	f, err := wire.Decode(line.Bytes)
+	line.Release()
+	var ch wire.Challenge
+	if err != nil || f.Event != wire.EventChallenge || json.Unmarshal(f.Body, &ch) != nil || !wire.ValidNonce(ch.Nonce) {
+		t.Fatalf("the answer to an attach: %+v %v", f, err)
+	}
+	if ch.Proof != wire.Proof(kernelKey, wire.ProofKernel, hn, ch.Nonce) {
+		t.Fatal("the kernel's challenge does not prove its key")
+	}
+	body, _ = json.Marshal(wire.Prove{Proof: wire.Proof(key, wire.ProofHost, hn, ch.Nonce)})
+	if err := w.Write(&wire.Frame{Event: wire.EventProve, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refused checks that a host proving key on a new connection to l gets no resume frame:
+// the connection is closed after the kernel's challenge.
+func refused(t *testing.T, l *listening, key string) {
+	t.Helper()
+	bad, err := net.Dial("unix", l.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	bad.SetReadDeadline(time.Now().Add(5 * time.Second))
+	r := wire.NewReader(bad)
+	handshake(t, bad, r, l.key, key)
+	if b, err := r.Next(); err == nil {
+		t.Errorf("a connection proving key %q was answered: %q", key, b.Bytes)
+	}
 }
 
 func (h *hostConn) next() (wire.Frame, bool) {
@@ -172,16 +217,7 @@ func TestListenOutlivesItsHost(t *testing.T) {
 	if _, err := net.Dial("unix", l.sock); err != nil {
 		t.Fatal(err)
 	}
-	bad, err := net.Dial("unix", l.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := json.Marshal(wire.Attach{Key: "wrong"})
-	wire.NewWriter(bad).Write(&wire.Frame{Event: wire.EventAttach, Body: body})
-	bad.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if b, err := wire.NewReader(bad).Next(); err == nil {
-		t.Errorf("a connection with the wrong key was answered: %q", b.Bytes)
-	}
+	refused(t, l, "wrong")
 
 	b := l.connect(t, key)
 	if len(b.resume.Execs) != 1 || b.resume.Execs[0].ID != "x1" || b.resume.Execs[0].Skipped != 0 {
@@ -302,17 +338,7 @@ func TestListenOnceEndsWithItsHost(t *testing.T) {
 	const key = "0123456789abcdef"
 	l := startListening(t, key, "-once")
 	for _, k := range []string{"wrong", ""} {
-		bad, err := net.Dial("unix", l.sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := json.Marshal(wire.Attach{Key: k})
-		wire.NewWriter(bad).Write(&wire.Frame{Event: wire.EventAttach, Body: body})
-		bad.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if b, err := wire.NewReader(bad).Next(); err == nil {
-			t.Errorf("a connection with key %q was answered: %q", k, b.Bytes)
-		}
-		bad.Close()
+		refused(t, l, k)
 	}
 	a := l.connect(t, key)
 	// Attached, it takes no other connection, not even one to try a key on.

@@ -1,5 +1,12 @@
 package wire
 
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+)
+
 // The bodies of the host's requests and of the kernel's replies.
 
 // Exec runs one pipeline: its commands joined by OS pipes, all in one new process group.
@@ -111,9 +118,61 @@ type Hello struct {
 }
 
 // Attach is the body of the first line a host writes on a connection to a listening kernel:
-// the key the kernel was started with. A connection without it is closed unread.
+// a nonce of its own. The key the kernel was started with never crosses a connection, whose
+// other end may be anything in the sandbox (a socket swapped for a program's own): the
+// kernel proves it holds the key (Challenge), then the host does (Prove), each over both
+// nonces; a connection that fails either is closed, and only then is the resume frame sent.
 type Attach struct {
-	Key string `json:"key"`
+	Nonce string `json:"nonce"`
+}
+
+// Challenge is the kernel's answer to an attach: a nonce of its own and its proof of the key
+// over both (Proof with ProofKernel).
+type Challenge struct {
+	Nonce string `json:"nonce"`
+	Proof string `json:"proof"`
+}
+
+// Prove is the host's answer to a challenge: its proof of the key over both nonces (Proof
+// with ProofHost).
+type Prove struct {
+	Proof string `json:"proof"`
+}
+
+// Who proves the key: each side's proof is its own, so neither can be replayed as the other's.
+const (
+	ProofKernel = "paddock kernel"
+	ProofHost   = "paddock host"
+)
+
+// nonceBytes is a nonce's size before its hex encoding.
+const nonceBytes = 32
+
+// NewNonce is a fresh random nonce, hex.
+func NewNonce() string {
+	b := make([]byte, nonceBytes)
+	rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
+
+// ValidNonce reports whether n has a nonce's form: as long as NewNonce makes them, hex.
+func ValidNonce(n string) bool {
+	if len(n) != 2*nonceBytes {
+		return false
+	}
+	_, err := hex.DecodeString(n)
+	return err == nil
+}
+
+// Proof is who's proof that it holds key, over the host's nonce and the kernel's: HMAC-SHA256,
+// hex. Compare proofs with hmac.Equal.
+func Proof(key, who, hostNonce, kernelNonce string) string {
+	m := hmac.New(sha256.New, []byte(key))
+	for _, part := range []string{who, hostNonce, kernelNonce} {
+		m.Write([]byte(part))
+		m.Write([]byte{0})
+	}
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // Resume is the body of the first frame a listening kernel writes on each connection. The

@@ -29,9 +29,11 @@ const (
 	EventStream      = "stream"       // kernel -> host: an output chunk of an exec
 	EventHostRequest = "host_request" // kernel -> host: a sandbox program's request, relayed
 	// A listening kernel (one that outlives its host's connection) and its host also use:
-	EventAttach = "attach" // host -> kernel: the first line of a connection, with the key
-	EventResume = "resume" // kernel -> host: the first frame of a connection (Resume)
-	EventAck    = "ack"    // host -> kernel: what the host has handled (Ack); no reply
+	EventAttach    = "attach"    // host -> kernel: the first line of a connection (Attach)
+	EventChallenge = "challenge" // kernel -> host: the answer to an attach (Challenge)
+	EventProve     = "prove"     // host -> kernel: the answer to a challenge (Prove)
+	EventResume    = "resume"    // kernel -> host: the first frame once attached (Resume)
+	EventAck       = "ack"       // host -> kernel: what the host has handled (Ack); no reply
 	// A kernel interpreting a script asks before each command (Judge), and is answered:
 	EventJudge   = "judge"   // kernel -> host: a command of an exec to judge; one verdict each
 	EventVerdict = "verdict" // host -> kernel: the answer to a judge (Verdict)
