@@ -665,8 +665,13 @@ func TestProxyCloseWaitsForRequests(t *testing.T) {
 	}
 	defer c.Close()
 	fmt.Fprintf(c, "GET http://%s/ HTTP/1.1\r\nHost: %[1]s\r\n\r\n", l.Addr())
-	up := <-accepted // the request reached the target, which waits
+	up := <-accepted
 	defer up.Close()
+	// The request has reached the target, which waits, once its head is read there (the
+	// target's accept alone comes before the proxy's dial has returned).
+	if _, err := http.ReadRequest(bufio.NewReader(up)); err != nil {
+		t.Fatal(err)
+	}
 	p.Close()
 	mu.Lock()
 	defer mu.Unlock()
