@@ -610,7 +610,8 @@ func (t *cannotListen) Reattach(context.Context, transport.Spec) (transport.Kern
 
 // Listening once is for speed only: a kernel that cannot listen serves its standard
 // streams, and the session works. A directory a killed host left is swept at the next
-// session's start; a live host's is not.
+// session's start; a live host's is not, nor any other directory whose name could be read
+// as a dead pid's (a kernel's own, paddock-kernel-NNN, which it binds its host socket in).
 func TestListenOnceFallsBackAndSweeps(t *testing.T) {
 	ctx := context.Background()
 	kbin, err := images.Default.Find(ctx, runtime.GOARCH)
@@ -623,7 +624,9 @@ func TestListenOnceFallsBackAndSweeps(t *testing.T) {
 	}
 	left := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d-test", oncePrefix, dead.Process.Pid))
 	live := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d-test", oncePrefix, os.Getpid()))
-	for _, d := range []string{left, live} {
+	kernels := filepath.Join(os.TempDir(), fmt.Sprintf("paddock-kernel-%d", dead.Process.Pid))
+	noDash := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d", oncePrefix, dead.Process.Pid))
+	for _, d := range []string{left, live, kernels, noDash} {
 		if err := os.MkdirAll(filepath.Join(d, "kernel"), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -642,7 +645,9 @@ func TestListenOnceFallsBackAndSweeps(t *testing.T) {
 	if _, err := os.Stat(left); !os.IsNotExist(err) {
 		t.Errorf("a dead host's directory is left: %v", err)
 	}
-	if _, err := os.Stat(live); err != nil {
-		t.Errorf("a live host's directory was swept: %v", err)
+	for _, d := range []string{live, kernels, noDash} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was swept: %v", d, err)
+		}
 	}
 }

@@ -305,8 +305,9 @@ func listenOnce(cfg *Config) (string, error) {
 }
 
 // oncePrefix begins the name of a directory a kernel listens in for one host, followed by
-// the host's pid.
-const oncePrefix = "paddock-kernel-"
+// the host's pid and a dash. It is not the prefix of any other directory Paddock makes in a
+// temporary directory (a kernel's own, paddock-kernel-NNN, is a live kernel's).
+const oncePrefix = "paddock-once-"
 
 // sweepOnce removes what hosts that died (killed before their close) left of the
 // directories their kernels listened in for them: those of this user whose pid no longer
@@ -319,9 +320,9 @@ func sweepOnce() {
 		if !ok || !d.IsDir() {
 			continue
 		}
-		pidText, _, _ := strings.Cut(rest, "-")
+		pidText, _, dash := strings.Cut(rest, "-")
 		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid <= 0 {
+		if !dash || err != nil || pid <= 0 {
 			continue
 		}
 		fi, err := d.Info()
