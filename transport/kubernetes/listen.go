@@ -297,8 +297,9 @@ func (t *Transport) join(pod string) (transport.Conn, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	c := &execConn{pod: pod, in: inW, out: outR, cancel: cancel}
+	c := &execConn{pod: pod, in: inW, out: outR, outW: outW, cancel: cancel, ended: make(chan struct{})}
 	go func() {
+		defer close(c.ended)
 		var stderr tail
 		err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: inR, Stdout: outW, Stderr: &stderr})
 		if err != nil && ctx.Err() == nil {
@@ -311,32 +312,67 @@ func (t *Transport) join(pod string) (transport.Conn, error) {
 	return c, nil
 }
 
+// closeGrace bounds the clean end of a join's exec at Close; then the exec is cut.
+const closeGrace = 2 * time.Second
+
 // execConn is a connection over an exec's standard streams (transport.Conn). A deadline
-// closes the connection when it passes: the attach, the one user of deadlines here, gives
-// up then anyway.
+// cuts the connection when it passes: the attach, the one user of deadlines here, gives up
+// then anyway.
 type execConn struct {
 	pod    string
 	in     *io.PipeWriter
 	out    *io.PipeReader
+	outW   *io.PipeWriter // the exec's end of out
 	cancel context.CancelFunc
+	ended  chan struct{} // closed when the exec has ended
+
+	closed    atomic.Bool
+	closeOnce sync.Once
 
 	mu    sync.Mutex
 	timer *time.Timer // guarded by mu
 }
 
-func (c *execConn) Read(p []byte) (int, error)  { return c.out.Read(p) }
+func (c *execConn) Read(p []byte) (int, error) {
+	if c.closed.Load() {
+		return 0, net.ErrClosed
+	}
+	return c.out.Read(p)
+}
+
 func (c *execConn) Write(p []byte) (int, error) { return c.in.Write(p) }
 
 // CloseWrite ends the exec's input: the kernel's connection ends its reading half.
 func (c *execConn) CloseWrite() error { return c.in.Close() }
 
-// Close ends the exec.
+// Close ends the connection. The exec ends as it should rather than cut: its input ends, so
+// the kernel ends the connection and the join exits; what comes meanwhile is dropped. An
+// exec that has not ended within closeGrace is cut. (Cut at once, client-go's stream copiers
+// would log their broken pipes as errors at every close.)
 func (c *execConn) Close() error {
-	c.SetDeadline(time.Time{})
-	c.cancel()
-	c.in.CloseWithError(net.ErrClosed)
-	c.out.CloseWithError(net.ErrClosed)
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		c.SetDeadline(time.Time{})
+		c.in.Close()
+		go io.Copy(io.Discard, c.out) // ends with the exec, which closes the pipe
+		go func() {
+			t := time.NewTimer(closeGrace)
+			defer t.Stop()
+			select {
+			case <-c.ended:
+			case <-t.C:
+				c.cut(net.ErrClosed)
+			}
+		}()
+	})
 	return nil
+}
+
+// cut ends the exec at once; reads fail with err.
+func (c *execConn) cut(err error) {
+	c.cancel()
+	c.in.CloseWithError(err)
+	c.outW.CloseWithError(err)
 }
 
 func (c *execConn) LocalAddr() net.Addr  { return execAddr("host") }
@@ -350,11 +386,7 @@ func (c *execConn) SetDeadline(t time.Time) error {
 		c.timer = nil
 	}
 	if !t.IsZero() {
-		c.timer = time.AfterFunc(time.Until(t), func() {
-			c.cancel()
-			c.in.CloseWithError(os.ErrDeadlineExceeded)
-			c.out.CloseWithError(os.ErrDeadlineExceeded)
-		})
+		c.timer = time.AfterFunc(time.Until(t), func() { c.cut(os.ErrDeadlineExceeded) })
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -175,5 +177,47 @@ func TestPodEnded(t *testing.T) {
 		if c.pod.Status.Phase == corev1.PodFailed && !errors.As(err, &gone) {
 			t.Errorf("a failed pod: %v, not a PodGoneError", err)
 		}
+	}
+}
+
+// An exec's connection closes as the exec should end: its input ends (the join then exits,
+// the kernel having ended the connection), Read fails at once, and an exec that does not
+// end is cut once closeGrace has passed; a deadline that passes cuts it at once.
+func TestExecConnClose(t *testing.T) {
+	newConn := func() (*execConn, *io.PipeReader, *io.PipeWriter, context.Context) {
+		ctx, cancel := context.WithCancel(context.Background())
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		return &execConn{pod: "p", in: inW, out: outR, outW: outW, cancel: cancel, ended: make(chan struct{})}, inR, outW, ctx
+	}
+	// An exec that ends once its input has: nothing is cut.
+	c, inR, outW, ctx := newConn()
+	go func() {
+		io.Copy(io.Discard, inR) // the input's end
+		outW.Write([]byte("late\n"))
+		outW.Close()
+		close(c.ended)
+	}()
+	c.Close()
+	if n, err := c.Read(make([]byte, 8)); n != 0 || !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Read after Close: %d %v", n, err)
+	}
+	<-c.ended
+	if ctx.Err() != nil {
+		t.Errorf("an exec that ended as it should was cut")
+	}
+	// An exec that does not end is cut.
+	c, _, _, ctx = newConn()
+	c.Close()
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("an exec that did not end was never cut")
+	}
+	// A deadline passed cuts the connection: a Read waiting fails.
+	c, _, _, ctx = newConn()
+	c.SetDeadline(time.Now().Add(10 * time.Millisecond))
+	if _, err := c.Read(make([]byte, 8)); !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() == nil {
+		t.Errorf("Read past the deadline: %v (cut: %v)", err, ctx.Err())
 	}
 }
