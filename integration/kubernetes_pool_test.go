@@ -158,7 +158,7 @@ func waitPoolReady(t testing.TB, p *pool.Pool, spec transport.Spec, n int) {
 // The benchmark of a claim, beside a cold session's ready time, in the same run on the same
 // cluster and image:
 //
-//	go test -tags k8s ./integration -run '^$' -bench 'KubernetesPool' -benchtime 20x
+//	go test ./integration -run '^$' -bench 'KubernetesPool' -benchtime 20x
 //
 // BenchmarkKubernetesPoolClaim/cold opens a session from nothing (a pod created and
 // running, the kernel streamed in and exec'd, ping answered); /pool opens one from a full
