@@ -202,7 +202,7 @@ func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 	c.Egress = eg
 	if n := s.KernelTransport.Docker.Pool; n > 0 {
 		if !op.Pools {
-			p.Notices = append(p.Notices, fmt.Sprintf("a pool keeps docker and containerd sandboxes; the %s transport starts its kernels as asked", kind))
+			p.Notices = append(p.Notices, fmt.Sprintf("the %s transport keeps no warm sandboxes: it starts its kernels as asked", kind))
 		} else {
 			pl, err := withPool(c, n, o.ListenIn, c.Egress != nil && c.Egress.Sandboxed())
 			if pl != nil {
