@@ -14,7 +14,6 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/paddockhq/paddock/transport/docker"
-	"github.com/paddockhq/paddock/transport/environ"
 	"github.com/paddockhq/paddock/transport/pathmap"
 	"github.com/paddockhq/paddock/transport/wrapped"
 )
@@ -35,20 +34,10 @@ func TestConformanceWrapped(t *testing.T) {
 			t.Fatal(err)
 		}
 		box := longLived(t, cli, img, kernel, ws)
-		return Env{
-			Transport:       &wrapped.Transport{ArgvPrefix: []string{"docker", "exec", "-i", box}, KernelPath: docker.KernelPath, Stderr: testWriter{t}},
-			Kernel:          kernel,
-			KernelInSandbox: docker.KernelPath,
-			Workspace:       ws,
-			PathMap:         pm,
-			Environ: func(host, names []string) []string {
-				env, _ := environ.Sandbox(host, names, sandboxEnv, pm)
-				return env
-			},
-			Leftovers: func(ctx context.Context, _ string, pids []int) []string {
-				return boxProcesses(ctx, box, pids)
-			},
-		}
+		e := containerEnv(&wrapped.Transport{ArgvPrefix: []string{"docker", "exec", "-i", box}, KernelPath: docker.KernelPath, Stderr: testWriter{t}},
+			kernel, ws, pm, nil)
+		e.Leftovers = func(ctx context.Context, _ string, pids []int) []string { return boxProcesses(ctx, box, pids) }
+		return e
 	})
 }
 
