@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/pathmap"
@@ -268,16 +269,15 @@ func testSignalKillsGroup(t *testing.T, e Env) {
 	}
 	// A killed process is gone once its parent has reaped it: give that a moment.
 	for _, pid := range pids {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			res := bash(t, ctx, s, fmt.Sprintf(`sh -c 'kill -0 %d 2>/dev/null'`, pid))
-			if res.End.Status != 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("process %d of the signalled group still runs", pid)
-			}
-			time.Sleep(20 * time.Millisecond)
+		// The one bounded poll: a process in the sandbox is seen from the host only
+		// through a step that asks after it.
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := await.Poll(pctx, 20*time.Millisecond, func() bool {
+			return bash(t, ctx, s, fmt.Sprintf(`sh -c 'kill -0 %d 2>/dev/null'`, pid)).End.Status != 0
+		})
+		cancel()
+		if err != nil {
+			t.Fatalf("process %d of the signalled group still runs", pid)
 		}
 	}
 }
@@ -347,13 +347,15 @@ func testStdinEOF(t *testing.T, e Env) {
 	}
 	pids := []int{hello.PID, bg}
 	var left []string
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
-		if left = e.Leftovers(ctx, session, pids); len(left) == 0 {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	// The one bounded poll: what an engine or a sandbox still holds is seen only by asking.
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if await.Poll(lctx, 50*time.Millisecond, func() bool {
+		left = e.Leftovers(ctx, session, pids)
+		return len(left) == 0
+	}) != nil {
+		t.Fatalf("left behind after stdin EOF: %v", left)
 	}
-	t.Fatalf("left behind after stdin EOF: %v", left)
 }
 
 // The kernel and its commands see the environment built for them: a named host variable

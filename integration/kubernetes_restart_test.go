@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/paddockhq/paddock/client"
@@ -48,21 +47,11 @@ func k8sDaemonEnv(t *testing.T, c cluster, mark string) []string {
 	return append(os.Environ(), "XDG_CONFIG_HOME="+cfg, "PADDOCK_MARK="+mark)
 }
 
-// podGone waits until the pod name is gone, failing after a while (a pod deleted at once is
-// gone within the API server's answer; one deleted with a grace goes once its kernel ended).
+// podGone waits until the pod name is gone (a pod deleted at once is gone within the API
+// server's answer; one deleted with a grace goes once its kernel ended).
 func podGone(t *testing.T, ctx context.Context, c cluster, name string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		_, err := c.Client.CoreV1().Pods(c.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod %s is still there: %v", name, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	untilNoPods(t, ctx, c, func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }, nil)
 }
 
 // A daemon killed outright with two kubernetes sessions open, one on a pod of its own and
@@ -171,13 +160,8 @@ func TestKubernetesDaemonRestart(t *testing.T) {
 	}
 	// The first daemon's warm pod that no session claimed went with its pool: its directory
 	// was dropped at the restart, and the reaper deleted it.
-	deadline := time.Now().Add(time.Minute)
-	for left := poolPods(t, ctx, c, oldPool); len(left) > 0; left = poolPods(t, ctx, c, oldPool) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the first pool's pods left: %v", left)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	untilNoPods(t, ctx, c, func(o *metav1.ListOptions) { o.LabelSelector = pool.Label + "=" + oldPool },
+		func(p *corev1.Pod) bool { return p.DeletionTimestamp == nil })
 }
 
 // listenAll starts every kernel listening in a directory of its own under dir, as a

@@ -349,29 +349,44 @@ func settled(t *testing.T, n int) {
 	}
 }
 
-// noPods waits until no pod of this process is left: a watch of them (an informer's, which
-// lists them again when its watch breaks, as an API server's restart breaks it), for at
-// most a minute.
+// noPods waits until no pod of this process is left, for at most a minute.
 func noPods(t *testing.T, ctx context.Context, c cluster) {
+	t.Helper()
+	untilNoPods(t, ctx, c, func(o *metav1.ListOptions) {
+		o.LabelSelector = kubernetes.LabelManaged + "=1," + docker.LabelPID + "=" + strconv.Itoa(os.Getpid())
+	}, nil)
+}
+
+// untilNoPods waits until none of the pods sel selects is left that counts (all, when counts
+// is nil): on a watch of them (an informer's, which lists them again when its watch breaks,
+// as an API server's restart breaks it), for at most a minute.
+func untilNoPods(t *testing.T, ctx context.Context, c cluster, sel func(*metav1.ListOptions), counts func(*corev1.Pod) bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	lw := cache.NewFilteredListWatchFromClient(c.Client.CoreV1().RESTClient(), "pods", c.Namespace, func(o *metav1.ListOptions) {
-		o.LabelSelector = kubernetes.LabelManaged + "=1," + docker.LabelPID + "=" + strconv.Itoa(os.Getpid())
-	})
+	lw := cache.NewFilteredListWatchFromClient(c.Client.CoreV1().RESTClient(), "pods", c.Namespace, sel)
 	var pods cache.Store
+	left := func() []string {
+		var names []string
+		for _, o := range pods.List() {
+			if p := o.(*corev1.Pod); counts == nil || counts(p) {
+				names = append(names, p.Name)
+			}
+		}
+		return names
+	}
 	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, func(s cache.Store) (bool, error) {
 		pods = s
-		return len(s.ListKeys()) == 0, nil
+		return len(left()) == 0, nil
 	}, func(watch.Event) (bool, error) {
-		return len(pods.ListKeys()) == 0, nil
+		return len(left()) == 0, nil
 	})
 	if err != nil {
-		var left []string
+		var names []string
 		if pods != nil {
-			left = pods.ListKeys()
+			names = left()
 		}
-		t.Fatalf("pods left: %v (%v)", left, err)
+		t.Fatalf("pods left: %v (%v)", names, err)
 	}
 }
 
