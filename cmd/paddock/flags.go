@@ -58,7 +58,7 @@ func (f *transportFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.t.AllowNet, "allow-net", nil, "HOST[:PORT], *.DOMAIN[:PORT] or ADDRESS[:PORT] the sandbox connects to unasked, besides network.allow (repeatable, comma lists)")
 	fs.String("egress", "", "the sandbox's way out: auto (the host's judging proxy for containers without a network), proxy (also local and wrapped, advisory) or off (default: network.egress, auto)")
 	fs.BoolVar(&f.t.EgressViaHost, "egress-via-host", false, "ssh: offer the box's steps the host's judging proxy through the connection (the box's network stays its own: advisory)")
-	fs.Int("pool", 0, "docker, containerd, kubernetes: sandboxes (pods) kept started ahead, kernels answering, for this command's sessions and their children (default 0: none)")
+	fs.Int("pool", 0, "sandboxes kept started ahead, kernels answering, for this command's sessions and their children, where the transport keeps warm sandboxes (containers, pods; default 0: none)")
 }
 
 // sessionOptions are the options of a command's session in workspace, with the CLI's audit
