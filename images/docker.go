@@ -21,6 +21,8 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
+
+	"github.com/paddockhq/paddock/internal/tarx"
 )
 
 // The images are made without a registry: imported from a tar stream, or built from a
@@ -288,34 +290,7 @@ func writeTar(w io.Writer, dir string, ignore *patternmatcher.PatternMatcher) er
 		if err != nil {
 			return err
 		}
-		link := ""
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(p); err != nil {
-				return err
-			}
-		}
-		hdr, err := tar.FileInfoHeader(fi, link)
-		if err != nil {
-			return err
-		}
-		hdr.Name = rel
-		if fi.IsDir() {
-			hdr.Name += "/"
-		}
-		hdr.Uname, hdr.Gname = "", ""
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		if fi.Mode().IsRegular() {
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(tw, f)
-			f.Close()
-			return err
-		}
-		return nil
+		return tarx.WriteEntry(tw, p, rel, fi, false)
 	})
 	if err != nil {
 		return err

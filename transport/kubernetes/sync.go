@@ -17,6 +17,7 @@ import (
 
 	"k8s.io/client-go/tools/remotecommand"
 
+	"github.com/paddockhq/paddock/internal/tarx"
 	"github.com/paddockhq/paddock/transport/pathmap"
 	"github.com/paddockhq/paddock/workspace"
 )
@@ -193,38 +194,10 @@ func writeTar(w io.Writer, root string) error {
 		if err != nil {
 			return err
 		}
-		link := ""
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			if link, err = os.Readlink(p); err != nil {
-				return err
-			}
-		case fi.IsDir(), fi.Mode().IsRegular():
-		default:
+		if !fi.IsDir() && !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
 			return nil // sockets, devices, pipes are not sent
 		}
-		h, err := tar.FileInfoHeader(fi, link)
-		if err != nil {
-			return err
-		}
-		h.Name = filepath.ToSlash(rel)
-		if fi.IsDir() {
-			h.Name += "/"
-		}
-		h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if fi.Mode().IsRegular() {
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(tw, f)
-			f.Close()
-			return err
-		}
-		return nil
+		return tarx.WriteEntry(tw, p, filepath.ToSlash(rel), fi, true)
 	})
 	if err != nil {
 		return err
