@@ -172,18 +172,13 @@ func fifo(t testing.TB, dir, name string) string {
 // hear reads a named pipe to its end: it waits for a program to open it, write and close it.
 func hear(t testing.TB, p string) string {
 	t.Helper()
-	c := make(chan []byte, 1)
-	go func() {
-		b, _ := os.ReadFile(p)
-		c <- b
-	}()
-	select {
-	case b := <-c:
-		return string(b)
-	case <-time.After(guard):
-		t.Fatalf("nothing wrote %s", p)
-		return ""
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	s, err := await.Hear(ctx, p)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return s
 }
 
 // gone waits for process pid to end.

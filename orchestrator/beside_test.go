@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/await"
 	"github.com/paddockhq/paddock/policy"
 )
 
@@ -38,18 +39,13 @@ func release(t *testing.T, p, data string) {
 // hear reads a named pipe to its end: it waits for a program to open it, write and close it.
 func hear(t *testing.T, p string) string {
 	t.Helper()
-	c := make(chan []byte, 1)
-	go func() {
-		b, _ := os.ReadFile(p)
-		c <- b
-	}()
-	select {
-	case b := <-c:
-		return string(b)
-	case <-time.After(guard):
-		t.Fatalf("nothing wrote %s", p)
-		return ""
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	s, err := await.Hear(ctx, p)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return s
 }
 
 // The kernel's shell judges each command as it starts; a background job's commands and the

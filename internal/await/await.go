@@ -142,3 +142,19 @@ func Poll(ctx context.Context, period time.Duration, cond func() bool) error {
 	}
 	return nil
 }
+
+// Hear reads the named pipe at path to its end: it waits until a program has opened it,
+// written and closed it, or until ctx ends.
+func Hear(ctx context.Context, path string) (string, error) {
+	c := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(path)
+		c <- b
+	}()
+	select {
+	case b := <-c:
+		return string(b), nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("nothing wrote %s: %w", path, ctx.Err())
+	}
+}
