@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -382,14 +383,20 @@ func TestMCPOlderProtocol(t *testing.T) {
 }
 
 // A long step sends its output as progress notifications to a client that asks for them.
+// The client's SDK may hand a notification to its handler after the call's result, so the
+// test waits for the second step's notification rather than reading what came before it.
 func TestMCPProgress(t *testing.T) {
 	ws := mcpWorkspace(t)
 	var mu sync.Mutex
 	var got []string
+	second := make(chan struct{})
 	opts := &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 		mu.Lock()
+		defer mu.Unlock()
 		got = append(got, req.Params.Message)
-		mu.Unlock()
+		if strings.Contains(req.Params.Message, "step 2: second") {
+			close(second)
+		}
 	}}
 	c := startMCPWith(t, ws, false, opts, nil, nil, "--transport", "local")
 	params := &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo first; echo second"}}
@@ -397,6 +404,12 @@ func TestMCPProgress(t *testing.T) {
 	res, err := c.cs.CallTool(context.Background(), params)
 	if err != nil || res.IsError {
 		t.Fatalf("bash: %v %+v", err, res)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	select {
+	case <-second:
+	case <-ctx.Done():
 	}
 	mu.Lock()
 	defer mu.Unlock()
