@@ -101,7 +101,9 @@ func (s *Sync) Handback(ctx context.Context) (*workspace.Report, error) {
 	}
 	s.ended = true
 	rep, err := workspace.Handback(ctx, s.Dir)
-	if err == nil {
+	if err == nil && len(rep.Conflicts) == 0 {
+		// What the parent did not take (the report's conflicts, saved in the directory) is
+		// kept with the directory; with none, nothing of it is needed.
 		os.RemoveAll(s.Dir)
 	}
 	return rep, err

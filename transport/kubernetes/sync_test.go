@@ -1,7 +1,10 @@
 package kubernetes
 
 import (
+	"archive/tar"
 	"bytes"
+	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -47,4 +50,113 @@ func TestTarRoundTrip(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(dst, "pipe")); !os.IsNotExist(err) {
 		t.Errorf("a pipe was sent: %v", err)
 	}
+}
+
+// law: nothing-lost. A hand-back whose parent changed a file the pod changed too keeps the
+// pod's version where the report says it is saved: the sync's directory stays while it
+// holds a conflict, and goes when nothing is left in it.
+func TestHandbackKeepsConflicts(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	for _, conflict := range []bool{true, false} {
+		parent := t.TempDir()
+		os.WriteFile(filepath.Join(parent, "both.txt"), []byte("base\n"), 0o644)
+		s, err := StartSync(parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The pod's tree, as it came back: its own version of both.txt, a new file.
+		os.WriteFile(filepath.Join(s.Copy(), "both.txt"), []byte("pod\n"), 0o644)
+		os.WriteFile(filepath.Join(s.Copy(), "made.txt"), []byte("new\n"), 0o644)
+		if conflict {
+			os.WriteFile(filepath.Join(parent, "both.txt"), []byte("host\n"), 0o644)
+		}
+		s.fetched = true
+		rep, err := s.Handback(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(parent, "made.txt")); string(b) != "new\n" {
+			t.Errorf("conflict %v: made.txt in the parent: %q", conflict, b)
+		}
+		if !conflict {
+			if len(rep.Conflicts) != 0 {
+				t.Errorf("conflicts %+v", rep.Conflicts)
+			}
+			if _, err := os.Stat(s.Dir); !os.IsNotExist(err) {
+				t.Errorf("the sync's directory is left with nothing in it: %v", err)
+			}
+			continue
+		}
+		if len(rep.Conflicts) != 1 || rep.Conflicts[0].Path != "both.txt" || rep.Conflicts[0].Saved == "" {
+			t.Fatalf("conflicts %+v", rep.Conflicts)
+		}
+		if b, err := os.ReadFile(filepath.Join(rep.Dir, rep.Conflicts[0].Saved)); err != nil || string(b) != "pod\n" {
+			t.Errorf("the pod's version of both.txt, where the report says it is saved: %q %v", b, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(parent, "both.txt")); string(b) != "host\n" {
+			t.Errorf("the parent's both.txt: %q", b)
+		}
+	}
+}
+
+// FuzzReadTar: whatever tar stream a pod sends, nothing is made outside the directory it
+// is read into, and what is made inside is only directories, regular files and symlinks,
+// none of them reached through a symlink.
+func FuzzReadTar(f *testing.F) {
+	seed := func(entries ...*tar.Header) []byte {
+		var b bytes.Buffer
+		tw := tar.NewWriter(&b)
+		for _, h := range entries {
+			tw.WriteHeader(h)
+			if h.Typeflag == tar.TypeReg {
+				tw.Write(make([]byte, h.Size))
+			}
+		}
+		tw.Close()
+		return b.Bytes()
+	}
+	dir := func(n string) *tar.Header { return &tar.Header{Name: n, Typeflag: tar.TypeDir, Mode: 0o755} }
+	file := func(n string) *tar.Header { return &tar.Header{Name: n, Typeflag: tar.TypeReg, Mode: 0o644, Size: 3} }
+	link := func(n, to string) *tar.Header { return &tar.Header{Name: n, Typeflag: tar.TypeSymlink, Linkname: to} }
+	f.Add(seed(dir("./"), dir("./d/"), file("./d/f"), link("./l", "d/f")))
+	f.Add(seed(file("../escape")))
+	f.Add(seed(file("/abs")))
+	f.Add(seed(link("up", ".."), file("up/x")))
+	f.Add(seed(link("d", "/tmp"), dir("d/"), file("d/x")))
+	f.Add(seed(dir("d/"), link("d", "/")))
+	f.Add(seed(file("f"), file("f")))
+	f.Add(seed(&tar.Header{Name: "h", Typeflag: tar.TypeLink, Linkname: "/etc/passwd"}, file("h")))
+	f.Add(seed(&tar.Header{Name: "dev", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 3}))
+	f.Add(seed(&tar.Header{Name: "s", Typeflag: tar.TypeReg, Mode: 0o4755, Size: 3}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		top := t.TempDir()
+		root := filepath.Join(top, "root")
+		if err := os.Mkdir(root, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		_ = readTar(bytes.NewReader(data), root)
+		// Nothing beside root.
+		if es, _ := os.ReadDir(top); len(es) != 1 {
+			t.Fatalf("made beside the root: %v", es)
+		}
+		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, err := d.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch m := fi.Mode(); {
+			case m.IsDir(), m&fs.ModeSymlink != 0:
+			case m.IsRegular():
+				if m&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+					t.Fatalf("%s is set-id: %v", p, m)
+				}
+			default:
+				t.Fatalf("%s is %v", p, m)
+			}
+			return nil
+		})
+	})
 }
