@@ -1,5 +1,6 @@
-// Package tarx writes a tree's entries into a tar stream, the one way the image builder and
-// the kubernetes transport's workspace copy both send a directory.
+// Package tarx carries a tree through a tar stream: the one writer of its entries (the image
+// builder and the kubernetes workspace copy send a directory with it), and what a reader of a
+// stream from a sandbox needs (sparse entries told apart, zeros written as holes).
 package tarx
 
 import (

@@ -210,7 +210,8 @@ func writeTar(w io.Writer, root string) error {
 // readTar writes a tar stream the pod sent under root. Whatever the stream holds, nothing
 // is written outside root: a name that is absolute or climbs out is refused, a path never
 // goes through a symlink the stream made (each parent must be a directory it made), and
-// only directories, regular files and symlinks are made.
+// only directories, regular files and symlinks are made. A sparse entry is refused, and
+// zeros are written as holes: what the pod claims takes no disk it did not send.
 func readTar(r io.Reader, root string) error {
 	tr := tar.NewReader(r)
 	dirs := map[string]bool{".": true}
@@ -237,6 +238,9 @@ func readTar(r io.Reader, root string) error {
 		if !dirs[filepath.Dir(name)] {
 			return fmt.Errorf("the pod's tree names %q before its directory", h.Name)
 		}
+		if tarx.Sparse(h) {
+			return fmt.Errorf("the pod's tree holds %q as a sparse file, which it has no need of", h.Name)
+		}
 		p := filepath.Join(root, name)
 		mode := fs.FileMode(h.Mode).Perm()
 		switch h.Typeflag {
@@ -254,7 +258,7 @@ func readTar(r io.Reader, root string) error {
 			if err != nil {
 				return err
 			}
-			_, err = io.Copy(f, tr)
+			_, err = tarx.CopyHoles(f, tr)
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}

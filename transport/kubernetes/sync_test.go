@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -128,6 +129,13 @@ func FuzzReadTar(f *testing.F) {
 	f.Add(seed(&tar.Header{Name: "h", Typeflag: tar.TypeLink, Linkname: "/etc/passwd"}, file("h")))
 	f.Add(seed(&tar.Header{Name: "dev", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 3}))
 	f.Add(seed(&tar.Header{Name: "s", Typeflag: tar.TypeReg, Mode: 0o4755, Size: 3}))
+	for _, name := range []string{"sparse-1t.tar", "gnu-sparse-1t.tar"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "internal", "tarx", "testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		top := t.TempDir()
 		root := filepath.Join(top, "root")
@@ -159,4 +167,22 @@ func FuzzReadTar(f *testing.F) {
 			return nil
 		})
 	})
+}
+
+// A sparse entry (a file of a terabyte in ten kilobytes of GNU tar's stream) is refused
+// before a byte of it is written: its holes would come back as zeros.
+func TestReadTarRefusesSparse(t *testing.T) {
+	for _, name := range []string{"sparse-1t.tar", "gnu-sparse-1t.tar"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "internal", "tarx", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		root := t.TempDir()
+		if err := readTar(bytes.NewReader(b), root); err == nil || !strings.Contains(err.Error(), "sparse") {
+			t.Errorf("%s: %v", name, err)
+		}
+		if es, _ := os.ReadDir(root); len(es) != 0 {
+			t.Errorf("%s: made %v", name, es)
+		}
+	}
 }

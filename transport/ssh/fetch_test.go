@@ -117,3 +117,19 @@ func FuzzFetch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, stream []byte) { fetchInto(t, stream) })
 }
+
+// A sparse entry (a file of a terabyte in ten kilobytes of GNU tar's stream) is refused
+// before a byte of it is read: its holes would come back as zeros.
+func TestReadTarRefusesSparse(t *testing.T) {
+	for _, name := range []string{"sparse-1t.tar", "gnu-sparse-1t.tar"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "internal", "tarx", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		called := false
+		err = readTar(bytes.NewReader(b), func(listed) error { called = true; return nil })
+		if err == nil || !strings.Contains(err.Error(), "sparse") || called {
+			t.Errorf("%s: %v (an entry handed on: %v)", name, err, called)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/tarx"
 	xssh "golang.org/x/crypto/ssh"
 )
 
@@ -396,6 +397,9 @@ func readTar(r io.Reader, fn func(listed) error) error {
 		rel := tarName(h.Name)
 		if rel == "" {
 			continue // the root
+		}
+		if tarx.Sparse(h) {
+			return fmt.Errorf("the box's tar stream: %q is a sparse file, which tar -c does not write", rel)
 		}
 		e := listed{rel: rel, size: h.Size, mtime: h.ModTime.Unix()}
 		switch h.Typeflag {

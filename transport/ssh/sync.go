@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/tarx"
 	"github.com/paddockhq/paddock/transport/pathmap"
 	"github.com/paddockhq/paddock/workspace"
 )
@@ -452,7 +453,8 @@ func getFile(open func() (io.ReadCloser, error), local string, e listed) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(lf, rf)
+	// Zeros are written as holes: a file the box made with truncate costs the host no disk.
+	_, err = tarx.CopyHoles(lf, rf)
 	if err == nil {
 		err = lf.Chmod(e.mode.Perm())
 	}
