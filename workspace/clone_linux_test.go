@@ -245,3 +245,62 @@ func TestCloneNeverBlocksOnFifo(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// sparseFile makes name a file of size bytes that is a hole but for data at off.
+func sparseFile(t *testing.T, name string, size, off int64, data string) {
+	t.Helper()
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte(data), off); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkSparse fails unless name has size bytes, data at off, and takes little disk.
+func checkSparse(t *testing.T, name string, size, off int64, data string) {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(data))
+	f.ReadAt(got, off)
+	if st.Size != size || string(got) != data {
+		t.Errorf("%s: %d bytes, %q at %d; want %d bytes, %q", name, st.Size, got, off, size, data)
+	}
+	if used := st.Blocks * 512; used > 1<<20 {
+		t.Errorf("%s takes %d bytes of disk for %d of data: its holes were written out", name, used, len(data))
+	}
+}
+
+// A sandbox's truncate costs the host no disk: on ext4, where files are copied by bytes,
+// a sparse file of the parent's stays sparse in the clone, and one the child made (64 GiB
+// of holes, larger than the test filesystem) comes back to the parent as the same holes.
+func TestCloneKeepsHoles(t *testing.T) {
+	root := onFS(t, "ext4")
+	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sparseFile(t, filepath.Join(parent, "disk.img"), 8<<30, 3<<30, "parent's data")
+	if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	checkSparse(t, filepath.Join(dir, CopyDir, "disk.img"), 8<<30, 3<<30, "parent's data")
+	sparseFile(t, filepath.Join(dir, CopyDir, "made.img"), 64<<30, 1<<30, "child's data")
+	if _, err := Handback(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	checkSparse(t, filepath.Join(parent, "made.img"), 64<<30, 1<<30, "child's data")
+}
