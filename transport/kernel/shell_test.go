@@ -263,7 +263,7 @@ func TestScriptBackgroundPid(t *testing.T) {
 	for _, tc := range []struct{ name, src, out string }{
 		{"kill", `sleep 30 & p=$!; [ -d /proc/$p ] && echo alive; kill $p; wait $p; echo $?`, "alive\n143\n"},
 		{"wait", `(exit 3) & wait $!; echo $?; sh -c 'exit 4' & wait $!; echo $?; false & wait $!; echo $?`, "3\n4\n1\n"},
-		{"function", `f() { sleep 0.01; echo f; }; f & echo started; wait`, "started\nf\n"},
+		{"function", `mkfifo gate; f() { read x < gate; echo f; }; f & echo started; echo go > gate; wait`, "started\nf\n"},
 		{"builtin", `echo bg & wait $!; echo $?`, "bg\n0\n"},
 		{"the process", `sleep 30 & p=$!; tr '\0' ' ' < /proc/$p/cmdline; echo; kill $p`, "sleep 30 \n"},
 	} {
