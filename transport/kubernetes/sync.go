@@ -1,14 +1,12 @@
 package kubernetes
 
 import (
-	"archive/tar"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,7 +110,7 @@ func (s *Sync) Handback(ctx context.Context) (*workspace.Report, error) {
 // send streams the local copy into the pod's SyncDir.
 func (t *Transport) send(ctx context.Context, pod string, s *Sync) error {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeTar(pw, s.Copy())) }()
+	go func() { pw.CloseWithError(tarx.WriteTree(pw, s.Copy())) }()
 	defer pr.Close()
 	var stderr strings.Builder
 	ex, err := t.executor(pod, []string{"tar", "-x", "-f", "-", "-C", SyncDir}, true)
@@ -150,7 +148,7 @@ func (t *Transport) fetchInto(ctx context.Context, pod string, s *Sync) error {
 	pr, pw := io.Pipe()
 	got := make(chan error, 1)
 	go func() {
-		err := readTar(pr, tmp)
+		err := tarx.ReadTree(pr, tmp, "the pod's tree")
 		pr.CloseWithError(err)
 		got <- err
 	}()
@@ -178,106 +176,4 @@ func (t *Transport) fetchInto(ctx context.Context, pod string, s *Sync) error {
 		return err
 	}
 	return os.RemoveAll(old)
-}
-
-// writeTar writes the tree at root as a tar stream: directories, regular files and
-// symlinks, with their modes and times.
-func writeTar(w io.Writer, root string) error {
-	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() && !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
-			return nil // sockets, devices, pipes are not sent
-		}
-		return tarx.WriteEntry(tw, p, filepath.ToSlash(rel), fi, true)
-	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
-}
-
-// readTar writes a tar stream the pod sent under root. Whatever the stream holds, nothing
-// is written outside root: a name that is absolute or climbs out is refused, a path never
-// goes through a symlink the stream made (each parent must be a directory it made), and
-// only directories, regular files and symlinks are made. A sparse entry is refused, and
-// zeros are written as holes: what the pod claims takes no disk it did not send.
-func readTar(r io.Reader, root string) error {
-	tr := tar.NewReader(r)
-	dirs := map[string]bool{".": true}
-	type stamp struct {
-		path string
-		t    time.Time
-	}
-	var times []stamp
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		name := filepath.Clean(filepath.FromSlash(strings.TrimPrefix(h.Name, "./")))
-		if name == "." {
-			continue
-		}
-		if filepath.IsAbs(name) || name == ".." || strings.HasPrefix(name, ".."+string(filepath.Separator)) {
-			return fmt.Errorf("the pod's tree names %q, outside the workspace", h.Name)
-		}
-		if !dirs[filepath.Dir(name)] {
-			return fmt.Errorf("the pod's tree names %q before its directory", h.Name)
-		}
-		if tarx.Sparse(h) {
-			return fmt.Errorf("the pod's tree holds %q as a sparse file, which it has no need of", h.Name)
-		}
-		p := filepath.Join(root, name)
-		mode := fs.FileMode(h.Mode).Perm()
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-				return err
-			}
-			if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
-				return fmt.Errorf("the pod's tree names %q as a directory and as something else", h.Name)
-			}
-			dirs[name] = true
-			defer os.Chmod(p, mode|0o700)
-		case tar.TypeReg:
-			f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-			if err != nil {
-				return err
-			}
-			_, err = tarx.CopyHoles(f, tr)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-		case tar.TypeSymlink:
-			if err := os.Symlink(h.Linkname, p); err != nil {
-				return err
-			}
-			continue
-		default:
-			continue
-		}
-		times = append(times, stamp{p, h.ModTime})
-	}
-	// Times last, a directory's after what was made in it.
-	for i := len(times) - 1; i >= 0; i-- {
-		os.Chtimes(times[i].path, times[i].t, times[i].t)
-	}
-	return nil
 }
