@@ -489,6 +489,13 @@ func (c *FSConfig) grep(ctx context.Context, req HostRequest) (_ any, err error)
 	if err != nil || body.Pattern == "" {
 		return nil, a.refuse(FSBadRequest, fmt.Sprintf("%q is not a regular expression", body.Pattern))
 	}
+	// A file is matched whole first, most having no line to look at: with ^ and $ at each
+	// line (a line's match is then the whole file's), unless the expression names the text's
+	// own start or end, which only a line's reading sees.
+	var whole *regexp.Regexp
+	if !strings.Contains(expr, `\A`) && !strings.Contains(expr, `\z`) {
+		whole = regexp.MustCompile("(?m:" + expr + ")")
+	}
 	if body.Glob != "" && !doublestar.ValidatePattern(body.Glob) {
 		return nil, a.refuse(FSBadRequest, fmt.Sprintf("%q is not a glob pattern", body.Glob))
 	}
@@ -498,13 +505,13 @@ func (c *FSConfig) grep(ctx context.Context, req HostRequest) (_ any, err error)
 	}
 	defer p.close()
 	base := c.replyPath(p.host, body.Path)
-	g := &grepper{c: c, ctx: ctx, re: re, body: &body, r: &FSGrepReply{Path: base}}
+	g := &grepper{c: c, ctx: ctx, re: re, whole: whole, body: &body, limit: limit, r: &FSGrepReply{Path: base}}
 	g.start()
 	if one != "" { // one file, named: no glob, no ignore
 		g.named = true // judged as the request itself, on the approval route
 		g.file(fd, one, base, p.host)
 		unix.Close(fd)
-		g.finish(limit)
+		g.finish()
 		return g.r, nil
 	}
 	w := &walker{ctx: ctx, noIgnore: body.NoIgnore, visit: func(dir int, name string, rel []string, typ fs.FileMode) bool {
@@ -525,7 +532,7 @@ func (c *FSConfig) grep(ctx context.Context, req HostRequest) (_ any, err error)
 		return false
 	}}
 	_, werr := w.walk(fd, nil, nil)
-	g.finish(limit)
+	g.finish()
 	if werr != nil {
 		if !errors.Is(werr, errWalkFull) {
 			return nil, a.refuse(FSFailed, werr.Error())
@@ -537,21 +544,32 @@ func (c *FSConfig) grep(ctx context.Context, req HostRequest) (_ any, err error)
 
 // grepper is one grep's state. The walk judges and opens each file in order (following no
 // link, on the walk's directory descriptors); workers, one per processor, read and match
-// the files opened; the reply is made in the walk's order once every file is done.
+// the files opened; what they find goes into the reply in the walk's order as soon as every
+// file before it is in. What the host holds is bounded whatever the workspace holds: a
+// file's lines are made only for what the reply can show (at most limit and one), a worker
+// that found lines ahead of their turn waits while more than grepHeld are held, and once the
+// reply is full nothing more is read.
 type grepper struct {
 	c     *FSConfig
 	ctx   context.Context
 	re    *regexp.Regexp
+	whole *regexp.Regexp // re over a whole file, lines and all; nil: none
 	body  *FSGrepRequest
 	named bool // one file, named by the request and judged with it
+	limit int
 	r     *FSGrepReply
 
 	files chan grepFile
 	wg    sync.WaitGroup
 	n     int // files opened
 
-	mu  sync.Mutex
-	got []grepFound // guarded by mu: what the workers found, in no order
+	mu    sync.Mutex
+	turn  *sync.Cond        // signalled when next moves or the reply fills
+	next  int               // guarded by mu: the walk index whose result goes in next
+	ahead map[int]grepFound // guarded by mu: results done before their turn
+	held  int               // guarded by mu: the lines in ahead
+	items int               // guarded by mu: lines, files or counts in the reply
+	full  bool              // guarded by mu: the reply holds all it can
 }
 
 // grepFile is a file opened for the workers, the i-th of the walk.
@@ -575,62 +593,111 @@ type grepFound struct {
 // grepQueue bounds the files opened ahead of the workers.
 const grepQueue = 64
 
+// grepHeld bounds the lines held for files found ahead of their turn, in units of the
+// request's limit: a worker past it waits until the files before are in.
+const grepHeld = 4
+
 func (g *grepper) start() {
 	g.files = make(chan grepFile, grepQueue)
+	g.ahead = map[int]grepFound{}
+	g.turn = sync.NewCond(&g.mu)
 	for range runtime.GOMAXPROCS(0) {
 		g.wg.Go(func() {
 			for f := range g.files {
-				fd := g.scan(f)
+				var found grepFound
+				if g.isFull() {
+					found = grepFound{i: f.i} // not read: the reply has no room
+				} else {
+					found = g.scan(f)
+				}
 				unix.Close(f.fd)
-				g.mu.Lock()
-				g.got = append(g.got, fd)
-				g.mu.Unlock()
+				g.done(found)
 			}
 		})
 	}
 }
 
-// finish waits for the workers and makes the reply, in the walk's order, at most limit
-// lines, files or counts.
-func (g *grepper) finish(limit int) {
+func (g *grepper) isFull() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.full
+}
+
+// done takes what one file gave: into the reply when its turn has come, with every result
+// after it that waited; else it is held, once fewer than grepHeld limits of lines are. The
+// worker with the next turn never waits, so the others' wait ends.
+func (g *grepper) done(f grepFound) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for f.i != g.next && !g.full && g.held > grepHeld*g.limit {
+		g.turn.Wait()
+	}
+	if g.full {
+		return
+	}
+	if f.i != g.next {
+		g.ahead[f.i] = f
+		g.held += len(f.lines)
+		return
+	}
+	g.put(f)
+	g.next++
+	for {
+		h, ok := g.ahead[g.next]
+		if !ok {
+			break
+		}
+		delete(g.ahead, g.next)
+		g.held -= len(h.lines)
+		if !g.full {
+			g.put(h)
+		}
+		g.next++
+	}
+	g.turn.Broadcast()
+}
+
+// put adds one file's result to the reply, at most limit lines, files or counts in all;
+// one more marks it truncated, and full. g.mu is held.
+func (g *grepper) put(f grepFound) {
+	room := func() bool {
+		if g.items == g.limit {
+			g.r.Truncated, g.full = true, true
+			clear(g.ahead)
+			g.held = 0
+			return false
+		}
+		g.items++
+		return true
+	}
+	switch {
+	case f.binary:
+		g.r.Binary++
+	case f.large:
+		g.r.Large++
+	case f.count == 0:
+	case g.body.Mode == GrepFiles:
+		if room() {
+			g.r.Files = append(g.r.Files, f.sandbox)
+		}
+	case g.body.Mode == GrepCount:
+		if room() {
+			g.r.Counts = append(g.r.Counts, FSGrepCount{Path: f.sandbox, Count: f.count})
+		}
+	default:
+		for _, l := range f.lines {
+			if !room() {
+				return
+			}
+			g.r.Lines = append(g.r.Lines, l)
+		}
+	}
+}
+
+// finish waits for the workers; the reply is then whole.
+func (g *grepper) finish() {
 	close(g.files)
 	g.wg.Wait()
-	slices.SortFunc(g.got, func(x, y grepFound) int { return x.i - y.i })
-	n := 0
-	full := func() bool {
-		if n == limit {
-			g.r.Truncated = true
-			return true
-		}
-		n++
-		return false
-	}
-	for _, f := range g.got {
-		switch {
-		case f.binary:
-			g.r.Binary++
-		case f.large:
-			g.r.Large++
-		case f.count == 0:
-		case g.body.Mode == GrepFiles:
-			if full() {
-				return
-			}
-			g.r.Files = append(g.r.Files, f.sandbox)
-		case g.body.Mode == GrepCount:
-			if full() {
-				return
-			}
-			g.r.Counts = append(g.r.Counts, FSGrepCount{Path: f.sandbox, Count: f.count})
-		default:
-			for _, l := range f.lines {
-				if full() {
-					return
-				}
-				g.r.Lines = append(g.r.Lines, l)
-			}
-		}
-	}
 }
 
 // mayRead says whether the policy lets the host read the file at host unasked.
@@ -645,8 +712,13 @@ func (g *grepper) mayRead(sandbox, host string) bool {
 // file judges one file, name in dir, and opens it for the workers: never through a link,
 // and only a regular file within the read limit.
 func (g *grepper) file(dir int, name, sandbox, host string) {
+	if g.isFull() {
+		return // the reply has no room: nothing more is read
+	}
 	if !g.named && !g.mayRead(sandbox, host) {
+		g.mu.Lock()
 		g.r.Skipped = append(g.r.Skipped, sandbox)
+		g.mu.Unlock()
 		return
 	}
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
@@ -660,7 +732,9 @@ func (g *grepper) file(dir int, name, sandbox, host string) {
 	}
 	if st.Size > g.c.MaxRead {
 		unix.Close(fd)
+		g.mu.Lock()
 		g.r.Large++
+		g.mu.Unlock()
 		return
 	}
 	g.files <- grepFile{i: g.n, fd: fd, size: st.Size, sandbox: sandbox}
@@ -668,7 +742,9 @@ func (g *grepper) file(dir int, name, sandbox, host string) {
 }
 
 // scan reads one file and matches it: binary (a NUL byte in its first 8 KiB, as ripgrep)
-// and files over the limit are counted, not searched.
+// and files over the limit are counted, not searched. Its lines are found one at a time
+// (a file of 16 MiB of newlines holds 16 million) and made only for the reply: the matches
+// and their context, at most limit and one of them.
 func (g *grepper) scan(f grepFile) grepFound {
 	out := grepFound{i: f.i, sandbox: f.sandbox}
 	b, err := readFD(f.fd, f.size, g.c.MaxRead)
@@ -680,32 +756,54 @@ func (g *grepper) scan(f grepFile) grepFound {
 		out.binary = true
 		return out
 	}
-	if !g.re.Match(b) {
+	if g.whole != nil && !g.whole.Match(b) {
 		return out // most files: no line to look at
 	}
-	lines := strings.Split(string(b), "\n")
-	if len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
+	content := g.body.Mode == GrepContent
+	type span struct{ i, start, end int }
+	var before []span // the last Before lines, oldest first
+	add := func(sp span, context bool) {
+		if len(out.lines) <= g.limit {
+			out.lines = append(out.lines, FSGrepLine{Path: f.sandbox, Line: sp.i + 1, Text: string(b[sp.start:sp.end]), Context: context})
+		}
 	}
-	shown := -1 // the last line index put in the reply
-	for i, l := range lines {
-		if !g.re.MatchString(l) {
-			continue
+	shown, after := -1, 0 // the last line shown; context lines still to show after a match
+	for i, start := 0, 0; start < len(b); i++ {
+		end := len(b)
+		if n := bytes.IndexByte(b[start:], '\n'); n >= 0 {
+			end = start + n
 		}
-		out.count++
-		if g.body.Mode != GrepContent {
-			continue
-		}
-		for j := max(i-g.body.Before, shown+1); j <= i; j++ {
-			out.lines = append(out.lines, FSGrepLine{Path: f.sandbox, Line: j + 1, Text: lines[j], Context: j != i})
-			shown = j
-		}
-		for j := i + 1; j < len(lines) && j <= i+g.body.After; j++ {
-			if g.re.MatchString(lines[j]) {
-				break // the next match shows itself
+		sp := span{i, start, end}
+		start = end + 1
+		switch {
+		case g.re.Match(b[sp.start:sp.end]):
+			out.count++
+			if g.body.Mode == GrepFiles {
+				return out // the file matches: nothing more of it is needed
 			}
-			out.lines = append(out.lines, FSGrepLine{Path: f.sandbox, Line: j + 1, Text: lines[j], Context: true})
-			shown = j
+			if !content {
+				continue
+			}
+			for _, c := range before {
+				if c.i > shown {
+					add(c, true)
+				}
+			}
+			add(sp, false)
+			shown, after = i, g.body.After
+		case after > 0:
+			add(sp, true)
+			shown = i
+			after--
+		}
+		if content && len(out.lines) > g.limit {
+			break // the reply shows no more of this file
+		}
+		if content && g.body.Before > 0 {
+			if len(before) == g.body.Before {
+				before = before[1:]
+			}
+			before = append(before, sp)
 		}
 	}
 	return out

@@ -1,0 +1,5 @@
+//go:build !race
+
+package orchestrator
+
+const raceOn = false
