@@ -7,9 +7,24 @@ import (
 	"github.com/paddockhq/paddock/orchestrator"
 )
 
-// maxQueue bounds the events a stream holds for a slow reader; past it the stream is cut
-// (the reader sees the stream end and can reconnect and inspect the session).
-const maxQueue = 1 << 14
+// maxQueue and maxQueueBytes bound the events a stream holds for a slow reader, in number
+// and in the output they carry (a kernel sends what output it likes, up to a frame's 32 MiB
+// at a time); past either the stream is cut (the reader sees the stream end and can
+// reconnect and inspect the session).
+const (
+	maxQueue      = 1 << 14
+	maxQueueBytes = 64 << 20
+)
+
+// eventCost is what an event counts against maxQueueBytes: its output, and a fixed part for
+// the rest (a job's result is bounded by the output windows).
+func eventCost(e api.Event) int {
+	n := 256
+	if e.Output != nil {
+		n += len(e.Output.Data)
+	}
+	return n
+}
 
 // hub is a session's event stream: every subscriber gets the session's output and job
 // events; subscribers that are the session's clients also get its questions.
@@ -37,7 +52,8 @@ type subscriber struct {
 
 	mu    sync.Mutex
 	queue []api.Event // guarded by mu
-	cut   bool        // guarded by mu: over maxQueue or the hub closed
+	bytes int         // guarded by mu: the queue's cost (eventCost)
+	cut   bool        // guarded by mu: over maxQueue or maxQueueBytes, or the hub closed
 	wake  chan struct{}
 }
 
@@ -133,10 +149,11 @@ func (s *subscriber) Notify(e orchestrator.Event) {
 func (s *subscriber) push(e api.Event) {
 	s.mu.Lock()
 	if !s.cut {
-		if len(s.queue) >= maxQueue {
-			s.cut, s.queue = true, nil
+		if c := eventCost(e); len(s.queue) >= maxQueue || s.bytes+c > maxQueueBytes {
+			s.cut, s.queue, s.bytes = true, nil, 0
 		} else {
 			s.queue = append(s.queue, e)
+			s.bytes += c
 		}
 	}
 	s.mu.Unlock()
@@ -155,6 +172,6 @@ func (s *subscriber) take() ([]api.Event, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queue
-	s.queue = nil
+	s.queue, s.bytes = nil, 0
 	return q, s.cut
 }
