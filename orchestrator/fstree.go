@@ -567,7 +567,7 @@ type grepper struct {
 	turn  *sync.Cond        // signalled when next moves or the reply fills
 	next  int               // guarded by mu: the walk index whose result goes in next
 	ahead map[int]grepFound // guarded by mu: results done before their turn
-	held  int               // guarded by mu: the lines in ahead
+	held  int               // guarded by mu: the results in ahead and their lines
 	items int               // guarded by mu: lines, files or counts in the reply
 	full  bool              // guarded by mu: the reply holds all it can
 }
@@ -637,7 +637,7 @@ func (g *grepper) done(f grepFound) {
 	}
 	if f.i != g.next {
 		g.ahead[f.i] = f
-		g.held += len(f.lines)
+		g.held += 1 + len(f.lines) // a result counts as a line, so that files without one are bounded too
 		return
 	}
 	g.put(f)
@@ -648,7 +648,7 @@ func (g *grepper) done(f grepFound) {
 			break
 		}
 		delete(g.ahead, g.next)
-		g.held -= len(h.lines)
+		g.held -= 1 + len(h.lines)
 		if !g.full {
 			g.put(h)
 		}
