@@ -275,6 +275,8 @@ type handback struct {
 	snapshot                bool              // base and copy are btrfs snapshots of the parent
 	journal                 map[string]string // a cut run's merged contents' hashes, by path
 	merges                  map[string][]byte // by path: the clean merge, or the marked one
+	inodesMu                sync.Mutex
+	inodes                  map[handedInode]*handedFirst // guarded by inodesMu
 }
 
 // snapshotRecords lists the base of a snapshot workspace, as the parent was listed at
@@ -925,7 +927,7 @@ func (h *handback) do(s Step) error {
 // program may swap a directory of the copy, and the parent's program one of the parent, for
 // a symlink to one outside at any moment. Every write is made relative to the directory
 // that holds dstRel, opened once (see openDirOf).
-func (h *handback) put(rel, root, dstRel string, k Kind) error {
+func (h *handback) put(rel, root, dstRel string, k Kind) (err error) {
 	src, dst := join(h.copy, rel), join(root, dstRel)
 	dir, err := openDirOf(root, dstRel, k != Absent)
 	if err != nil {
@@ -984,7 +986,16 @@ func (h *handback) put(rel, root, dstRel string, k Kind) error {
 	tname, tmp := tempName(dname), tempFor(dst)
 	switch k {
 	case File:
-		if err := cloneOne(srcDir, name, src, dir, tname, tmp); err != nil {
+		var own *handedFirst
+		own, err = h.putFile(srcDir, name, src, root, dstRel, dir, tname, tmp)
+		if own != nil {
+			// Released once the file is at dstRel, or failed: the other names wait for it.
+			defer func() {
+				own.ok = own.ok && err == nil
+				close(own.done)
+			}()
+		}
+		if err != nil {
 			return err
 		}
 	case Symlink:
@@ -1025,18 +1036,107 @@ func (h *handback) put(rel, root, dstRel string, k Kind) error {
 	return nil
 }
 
-// cloneOne makes the entry dst of the directory dstDir (display: its path) a copy of the
-// file name in the directory srcDir, src (sharing extents where the filesystem can), with
-// its permission bits and times.
-func cloneOne(srcDir int, name, src string, dstDir int, dst, display string) error {
+// putFile writes the fixed sibling tname (display: tmp) in the directory dir of dstRel
+// beneath root with the copy's file name in srcDir (display: src).
+//
+// The child's file may have other names that the hand-back writes beneath the same root.
+// Copied by bytes once per name, a file with many names would cost its size once each: a
+// child that links a large file tens of thousands of times would fill the host's disk. So
+// the first of an inode's names to be written is claimed (own, returned, which the caller
+// releases once the file is at dstRel), and each later one, when the first was copied by
+// bytes and the child's file is as it was before that copy began, is made a hard link to
+// the file the first put at its name (as cp -a makes them), checked to be that very file
+// after the link. A rerun after a cut reaches the same contents: the names already renamed
+// hold the child's content, and the rest are written again.
+func (h *handback) putFile(srcDir int, name, src, root, dstRel string, dir int, tname, tmp string) (own *handedFirst, err error) {
 	fd, st, err := openRegular(srcDir, name, src)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	sf := factsOf(st)
+	if st.Nlink > 1 {
+		var first *handedFirst
+		first, own = h.claim(handedInode{root: root, dev: uint64(st.Dev), ino: st.Ino}, dstRel, sf)
+		if first != nil {
+			<-first.done
+			if first.ok && first.src == sf && h.linkFirst(first, root, dir, tname) == nil {
+				return nil, nil
+			}
+		}
+	}
+	c := &cloner{}
+	cloned, _, err := c.cloneFile(fd, dir, tname, src, tmp, sf, st.Atim.Nano(), false, false)
+	if err != nil || own == nil || cloned {
+		return own, err
+	}
+	var wst unix.Stat_t
+	if err := unix.Fstatat(dir, tname, &wst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return own, &pathError{op: "lstat", path: tmp, err: err}
+	}
+	own.dev, own.written, own.ok = uint64(wst.Dev), factsOf(&wst), true
+	return own, nil
+}
+
+// handedInode is a child's file by device and inode number, written beneath root.
+type handedInode struct {
+	root     string
+	dev, ino uint64
+}
+
+// handedFirst is the first name of a handedInode that a hand-back writes. done is closed
+// once it is at its name (or failed); the other fields are set before.
+type handedFirst struct {
+	done    chan struct{}
+	rel     string // where, beneath the root
+	src     facts  // the child's file as read before the copy began
+	dev     uint64 // the written file's device
+	written facts  // the written file's, before its rename
+	ok      bool   // copied by bytes and at rel: a later name may be linked to it
+}
+
+// claim returns the first name of the child's inode id, or registers rel as it when none
+// was (own).
+func (h *handback) claim(id handedInode, rel string, src facts) (first, own *handedFirst) {
+	h.inodesMu.Lock()
+	defer h.inodesMu.Unlock()
+	if f := h.inodes[id]; f != nil {
+		return f, nil
+	}
+	if h.inodes == nil {
+		h.inodes = map[handedInode]*handedFirst{}
+	}
+	own = &handedFirst{done: make(chan struct{}), rel: rel, src: src}
+	h.inodes[id] = own
+	return nil, own
+}
+
+// linkFirst makes tname in the directory dir a hard link to the file first wrote beneath
+// root. The name is reached beneath root through no symlink, and what the link gives is
+// checked to be the file first wrote, unchanged (a program writing the parent may have
+// replaced or rewritten it since); if not, the link is removed and an error returned, for
+// the caller to copy instead.
+func (h *handback) linkFirst(first *handedFirst, root string, dir int, tname string) error {
+	fdir, err := openDirOf(root, first.rel, false)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
-	c := &cloner{}
-	_, _, err = c.cloneFile(fd, dstDir, dst, src, display, factsOf(st), st.Atim.Nano(), false, false)
-	return err
+	defer unix.Close(fdir)
+	if err := unix.Linkat(fdir, path.Base(first.rel), dir, tname, 0); err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, tname, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		unix.Unlinkat(dir, tname, 0)
+		return err
+	}
+	f := factsOf(&st)
+	if uint64(st.Dev) != first.dev || f.Ino != first.written.Ino || f.Mode != first.written.Mode ||
+		f.Size != first.written.Size || f.Mtime != first.written.Mtime {
+		unix.Unlinkat(dir, tname, 0)
+		return errChanged
+	}
+	return nil
 }
 
 func (h *handback) report(facts []PathFacts, steps []Step) *Report {
