@@ -534,6 +534,18 @@ func (h *handback) mergeLines(ctx context.Context, fs []*PathFacts, cs *copyStat
 		return err
 	}
 	h.journal, h.merges = j, map[string][]byte{}
+	// The merges are held until the plan runs. A child can give one file thousands of
+	// names, each a path both changed: past maxMergesHeld in all, a file is not merged
+	// and keeps the table's conflict, the child's version saved as any conflict's is.
+	var held int64
+	hold := func(p string, b []byte) bool {
+		if held+int64(len(b)) > maxMergesHeld {
+			return false
+		}
+		held += int64(len(b))
+		h.merges[p] = b
+		return true
+	}
 	for _, f := range fs {
 		if !f.ChildChanged || !f.ParentChanged || f.Base != File || f.Parent != File || f.Child != File {
 			continue
@@ -545,9 +557,8 @@ func (h *handback) mergeLines(ctx context.Context, fs []*PathFacts, cs *copyStat
 		rec, child := &h.m.records[i], cs.listed[i].facts
 		pname := join(h.parent, f.Path)
 		if want, ok := h.journal[f.Path]; ok {
-			if pb, err := readBeneath(h.parent, f.Path, maxMergeSize); err == nil && contentHash(pb) == want {
+			if pb, err := readBeneath(h.parent, f.Path, maxMergeSize); err == nil && contentHash(pb) == want && hold(f.Path, pb) {
 				f.Same, f.Merge = false, MergeClean
-				h.merges[f.Path] = pb
 				continue
 			}
 		}
@@ -559,7 +570,7 @@ func (h *handback) mergeLines(ctx context.Context, fs []*PathFacts, cs *copyStat
 			return err
 		}
 		perm := rec.Parent.Mode & 0o7777
-		if pf.Mode&0o7777 != perm || child.Mode&0o7777 != perm ||
+		if held >= maxMergesHeld || pf.Mode&0o7777 != perm || child.Mode&0o7777 != perm ||
 			pf.Size > maxMergeSize || child.Size > maxMergeSize || rec.Parent.Size > maxMergeSize {
 			continue
 		}
@@ -583,13 +594,11 @@ func (h *handback) mergeLines(ctx context.Context, fs []*PathFacts, cs *copyStat
 			return fmt.Errorf("merge %s: %w", f.Path, err)
 		}
 		switch {
-		case !ok:
+		case !ok || !hold(f.Path, out):
 		case clean:
 			f.Merge = MergeClean
-			h.merges[f.Path] = out
 		default:
 			f.Merge = MergeMarked
-			h.merges[f.Path] = out
 		}
 	}
 	return nil
