@@ -13,7 +13,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/paddockhq/paddock/internal/tarx"
@@ -368,17 +367,26 @@ func (s *Sync) take(e listed, lp string, li fs.FileInfo, lerr error, root string
 	if v == keep {
 		return nil
 	}
-	open := e.open
 	if e.same != "" {
-		// Content shared with a file listed before, already in the copy.
+		// Content shared with a file listed before, already in the copy: a hard link to it,
+		// as on the box. Copied again, it would cost its size once per name, and a box can
+		// send tens of thousands of link headers for one large file.
 		src := filepath.Join(root, filepath.FromSlash(e.same))
-		open = func() (io.ReadCloser, error) { return os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0) }
+		return replace(lp, func(tmp string) error {
+			if err := linkRegular(src, tmp); err != nil {
+				return err
+			}
+			if v == compare && sameContent(src, lp) {
+				return errKept
+			}
+			return nil
+		})
 	}
-	if open == nil {
+	if e.open == nil {
 		return errors.New("no content")
 	}
 	return replace(lp, func(tmp string) error {
-		if err := getFile(open, tmp, e); err != nil {
+		if err := getFile(e.open, tmp, e); err != nil {
 			return err
 		}
 		if v == compare && sameContent(tmp, lp) {
@@ -386,6 +394,25 @@ func (s *Sync) take(e listed, lp string, li fs.FileInfo, lerr error, root string
 		}
 		return nil
 	})
+}
+
+// linkRegular makes tmp a hard link to the regular file src of the copy, and refuses
+// anything else at src: never a link to a symlink, which would take its place in the copy.
+func linkRegular(src, tmp string) error {
+	si, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if !si.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file of the copy", src)
+	}
+	if err := os.Link(src, tmp); err != nil {
+		return err
+	}
+	if ti, err := os.Lstat(tmp); err != nil || !os.SameFile(si, ti) {
+		return fmt.Errorf("%s changed while it was linked", src)
+	}
+	return nil
 }
 
 // errKept ends a replace that found the local copy already right.
