@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path"
@@ -20,6 +19,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"github.com/paddockhq/paddock/internal/content"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
@@ -458,7 +458,7 @@ func (h *handback) gather(ctx context.Context, cs *copyState, changed []string) 
 		case pk == File && (pf.Size != rec.Parent.Size || pf.Mode != rec.Parent.Mode):
 			f.ParentChanged = true
 		default:
-			eq, err := equalEntries(join(h.parent, p), join(h.base, p), pk)
+			eq, err := equalEntries(ctx, h.parent, h.base, p, pk)
 			if err != nil {
 				return nil, err
 			}
@@ -478,7 +478,7 @@ func (h *handback) gather(ctx context.Context, cs *copyState, changed []string) 
 			case Absent, Dir:
 				f.Same = true
 			default:
-				if f.Same, err = equalEntries(join(h.parent, p), join(h.copy, p), f.Child); err != nil {
+				if f.Same, err = equalEntries(ctx, h.parent, h.copy, p, f.Child); err != nil {
 					return nil, err
 				}
 			}
@@ -633,7 +633,11 @@ func (h *handback) childChanges(ctx context.Context) (*copyState, []string, erro
 	}
 	var changed []string
 	for i := range h.m.records {
-		if h.childChanged(&h.m.records[i], cs.listed[i]) {
+		c, err := h.childChanged(ctx, &h.m.records[i], cs.listed[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		if c {
 			changed = append(changed, h.m.records[i].Path)
 		}
 	}
@@ -645,20 +649,24 @@ func (h *handback) childChanges(ctx context.Context) (*copyState, []string, erro
 }
 
 // childChanged reports whether the copy's entry differs from the base's, reading both only
-// when the stat facts differ from those recorded at spawn.
-func (h *handback) childChanged(r *record, c childEntry) bool {
+// when the stat facts differ from those recorded at spawn. An entry that cannot be read
+// counts as changed; only a cancelled ctx is an error.
+func (h *handback) childChanged(ctx context.Context, r *record, c childEntry) (bool, error) {
 	switch {
 	case c.kind != r.Kind:
-		return true
+		return true, nil
 	case c.kind == Dir:
-		return false
+		return false, nil
 	case sameFacts(c.facts, r.Copy) && r.Copy.Ctime < h.m.Stamp:
-		return false
+		return false, nil
 	case c.facts.Size != r.Copy.Size || c.facts.Mode != r.Copy.Mode:
-		return true // no need to read
+		return true, nil // no need to read
 	}
-	eq, err := equalEntries(join(h.copy, r.Path), join(h.base, r.Path), c.kind)
-	return err != nil || !eq
+	eq, err := equalEntries(ctx, h.copy, h.base, r.Path, c.kind)
+	if cerr := ctx.Err(); cerr != nil {
+		return false, cerr
+	}
+	return err != nil || !eq, nil
 }
 
 // walkCopy records what the copy holds: every path of the manifest, and every new path the
@@ -796,25 +804,29 @@ func (h *handback) asBase(fd int, name, sub string, kind Kind) (bool, error) {
 	return sameFacts(factsOf(&st), bf) && bf.Ctime < h.m.Stamp, nil
 }
 
-// equalEntries compares the contents of two entries of kind k: a file's permission bits
-// and bytes, a symlink's target.
-func equalEntries(a, b string, k Kind) (bool, error) {
+// equalEntries compares the contents of the entries of kind k at rel beneath rootA and
+// rootB: a file's permission bits and bytes, a symlink's target. Each is reached beneath
+// its root through no symlink, and a file is opened as what it is (openRegular): a tree
+// is the sandbox's, and a name judged a file may be a symlink or a FIFO by the time it is
+// opened. The bytes are compared by content.Equal: cancellable, and reading only where
+// either file holds data.
+func equalEntries(ctx context.Context, rootA, rootB, rel string, k Kind) (bool, error) {
 	compared.Add(1)
 	switch k {
 	case Symlink:
-		ta, err := os.Readlink(a)
+		ta, err := readlinkBeneath(rootA, rel)
 		if err != nil {
 			return false, err
 		}
-		tb, err := os.Readlink(b)
+		tb, err := readlinkBeneath(rootB, rel)
 		return err == nil && ta == tb, err
 	case File:
-		fa, err := os.Open(a)
+		fa, err := openRegularBeneath(rootA, rel)
 		if err != nil {
 			return false, err
 		}
 		defer fa.Close()
-		fb, err := os.Open(b)
+		fb, err := openRegularBeneath(rootB, rel)
 		if err != nil {
 			return false, err
 		}
@@ -830,25 +842,39 @@ func equalEntries(a, b string, k Kind) (bool, error) {
 		if sa.Size() != sb.Size() || sa.Mode().Perm() != sb.Mode().Perm() {
 			return false, nil
 		}
-		ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
-		for {
-			na, ea := io.ReadFull(fa, ba)
-			nb, eb := io.ReadFull(fb, bb)
-			if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
-				return false, nil
-			}
-			if ea == io.EOF || ea == io.ErrUnexpectedEOF {
-				return eb == ea, nil
-			}
-			if ea != nil {
-				return false, ea
-			}
-			if eb != nil {
-				return false, eb
-			}
-		}
+		return content.Equal(ctx, fa, fb)
 	}
 	return true, nil
+}
+
+// openRegularBeneath opens the regular file at rel beneath root for reading, through no
+// symlink.
+func openRegularBeneath(root, rel string) (*os.File, error) {
+	dir, err := openDirOf(root, rel, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dir)
+	name := join(root, rel)
+	fd, _, err := openRegular(dir, path.Base(rel), name)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// readlinkBeneath reads the target of the symlink at rel beneath root, through no other.
+func readlinkBeneath(root, rel string) (string, error) {
+	dir, err := openDirOf(root, rel, false)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(dir)
+	target, err := readlinkat(dir, path.Base(rel), 0)
+	if err != nil {
+		return "", &pathError{op: "readlink", path: join(root, rel), err: err}
+	}
+	return target, nil
 }
 
 // tempPrefix starts the fixed sibling name each path is written to before its rename.

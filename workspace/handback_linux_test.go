@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -159,5 +160,63 @@ func TestHandbackLinksNamesOfOneInode(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(parent, "l100")); err != nil || !bytes.Equal(b, data) {
 		t.Fatalf("the parent's l100 does not hold the child's bytes (%v)", err)
+	}
+}
+
+// Two sparse files of 15 TiB compared by content cost what their data does: a child that
+// only touched a file of the parent's (its facts changed, its size did not) hands back
+// nothing, without reading the holes.
+// law: cow_keeps_parent
+func TestHandbackComparesSparseByTheirData(t *testing.T) {
+	root := onFS(t, "ext4")
+	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sparseFile(t, filepath.Join(parent, "disk.img"), 15<<40, 7<<40, "parent's data")
+	if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	touched := time.Unix(1_000_000_000, 0)
+	if err := os.Chtimes(filepath.Join(dir, CopyDir, "disk.img"), touched, touched); err != nil {
+		t.Fatal(err)
+	}
+	n := compared.Load()
+	rep, err := Handback(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Counts.Changed != 0 {
+		t.Fatalf("counts %+v: a touched file counted as changed", rep.Counts)
+	}
+	if compared.Load() == n {
+		t.Fatal("the touched file was not compared by content")
+	}
+	checkSparse(t, filepath.Join(parent, "disk.img"), 15<<40, 7<<40, "parent's data")
+}
+
+// A file's comparison opens no symlink: a name of the sandbox's tree that is a symlink to
+// a file with the other side's content is not that content.
+func TestEqualEntriesFollowsNoSymlink(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	writeTree(t, a, spec("d/f=same", "real=same", "e/g=same"))
+	writeTree(t, b, spec("d/f=same", "d/g=same"))
+	if err := os.Remove(filepath.Join(a, "d", "f")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(a, "real"), filepath.Join(a, "d", "f")); err != nil {
+		t.Fatal(err)
+	}
+	if eq, err := equalEntries(context.Background(), a, b, "d/f", File); eq {
+		t.Fatalf("a symlink compared equal to the file it names (%v)", err)
+	}
+	if err := os.RemoveAll(filepath.Join(a, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("e", filepath.Join(a, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if eq, err := equalEntries(context.Background(), a, b, "d/g", File); eq {
+		t.Fatalf("a file read through a symlinked directory (%v)", err)
 	}
 }
