@@ -175,3 +175,36 @@ func TestFetchLinksNamesOfOneFile(t *testing.T) {
 		t.Fatalf("d/l99 does not hold the box's file (%v)", err)
 	}
 }
+
+// sameContent opens no symlink, and compares sparse files by their data: two of 15 TiB
+// with the same data are the same at once.
+func TestSameContent(t *testing.T) {
+	dir := t.TempDir()
+	sparse := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteAt([]byte(data), 7<<40); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(15 << 40); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b, c := sparse("a", "data"), sparse("b", "data"), sparse("c", "DATA")
+	ctx := context.Background()
+	if !sameContent(ctx, a, b) || sameContent(ctx, a, c) {
+		t.Fatal("sparse files compared wrong")
+	}
+	l := filepath.Join(dir, "l")
+	if err := os.Symlink(a, l); err != nil {
+		t.Fatal(err)
+	}
+	if sameContent(ctx, l, b) || sameContent(ctx, b, l) {
+		t.Fatal("a symlink compared as the file it names")
+	}
+}

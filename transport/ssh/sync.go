@@ -1,7 +1,6 @@
 package ssh
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,8 +12,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"syscall"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/content"
 	"github.com/paddockhq/paddock/internal/tarx"
 	"github.com/paddockhq/paddock/transport/pathmap"
 	"github.com/paddockhq/paddock/workspace"
@@ -301,7 +302,7 @@ func (s *Sync) fetch(ctx context.Context, walk func(context.Context, string, fun
 					return fmt.Errorf("the box listed %q as the same file as %q, which it did not list as a file", e.rel, e.same)
 				}
 			}
-			if err := s.take(e, lp, li, lerr, root); err != nil {
+			if err := s.take(ctx, e, lp, li, lerr, root); err != nil {
 				return fmt.Errorf("%s: %w", e.rel, err)
 			}
 		}
@@ -355,7 +356,7 @@ func beneath(seen map[string]fs.FileMode, rel string) error {
 }
 
 // take brings a regular file the box lists into the local copy at lp, as judge says.
-func (s *Sync) take(e listed, lp string, li fs.FileInfo, lerr error, root string) error {
+func (s *Sync) take(ctx context.Context, e listed, lp string, li fs.FileInfo, lerr error, root string) error {
 	was, wasSent := s.sent[e.rel]
 	box := facts{perm: uint32(e.mode.Perm()), size: e.size, mtime: e.mtime}
 	var loc facts
@@ -376,7 +377,7 @@ func (s *Sync) take(e listed, lp string, li fs.FileInfo, lerr error, root string
 			if err := linkRegular(src, tmp); err != nil {
 				return err
 			}
-			if v == compare && sameContent(src, lp) {
+			if v == compare && sameContent(ctx, src, lp) {
 				return errKept
 			}
 			return nil
@@ -389,7 +390,7 @@ func (s *Sync) take(e listed, lp string, li fs.FileInfo, lerr error, root string
 		if err := getFile(e.open, tmp, e); err != nil {
 			return err
 		}
-		if v == compare && sameContent(tmp, lp) {
+		if v == compare && sameContent(ctx, tmp, lp) {
 			return errKept
 		}
 		return nil
@@ -418,29 +419,33 @@ func linkRegular(src, tmp string) error {
 // errKept ends a replace that found the local copy already right.
 var errKept = errors.New("kept")
 
-// sameContent compares two local files, byte by byte.
-func sameContent(a, b string) bool {
-	fa, err := os.Open(a)
+// sameContent reports whether two local files of the copy hold the same bytes, opening
+// neither through a symlink; any failure, a cancelled ctx too, says they differ (and the
+// box's version is taken).
+func sameContent(ctx context.Context, a, b string) bool {
+	fa, err := os.OpenFile(a, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}
 	defer fa.Close()
-	fb, err := os.Open(b)
+	fb, err := os.OpenFile(b, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}
 	defer fb.Close()
-	x, y := make([]byte, 32<<10), make([]byte, 32<<10)
-	for {
-		n, aerr := io.ReadFull(fa, x)
-		m, berr := io.ReadFull(fb, y)
-		if n != m || !bytes.Equal(x[:n], y[:m]) {
-			return false
-		}
-		if aerr != nil || berr != nil {
-			return (aerr == io.EOF || aerr == io.ErrUnexpectedEOF) && (berr == io.EOF || berr == io.ErrUnexpectedEOF)
-		}
+	sa, err := fa.Stat()
+	if err != nil || !sa.Mode().IsRegular() {
+		return false
 	}
+	sb, err := fb.Stat()
+	if err != nil || !sb.Mode().IsRegular() {
+		return false
+	}
+	if os.SameFile(sa, sb) {
+		return true
+	}
+	eq, err := content.Equal(ctx, fa, fb)
+	return err == nil && eq
 }
 
 // replace puts a new entry at p: made by mk at a sibling temporary name, then renamed over
