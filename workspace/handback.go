@@ -277,6 +277,7 @@ type handback struct {
 	merges                  map[string][]byte // by path: the clean merge, or the marked one
 	inodesMu                sync.Mutex
 	inodes                  map[handedInode]*handedFirst // guarded by inodesMu
+	firstCopied, recopied   atomic.Int64                 // bytes copied for first names, and again for later ones
 }
 
 // snapshotRecords lists the base of a snapshot workspace, as the parent was listed at
@@ -1095,8 +1096,18 @@ func (h *handback) putFile(srcDir int, name, src, root, dstRel string, dir int, 
 		first, own = h.claim(handedInode{root: root, dev: uint64(st.Dev), ino: st.Ino}, dstRel, sf)
 		if first != nil {
 			<-first.done
-			if first.ok && first.src == sf && h.linkFirst(first, root, dir, tname) == nil {
-				return nil, nil
+			if first.ok && first.src == sf {
+				if h.linkFirst(first, root, dir, tname) == nil {
+					return nil, nil
+				}
+				// The first's file changed at its name since: a program writing the parent
+				// can do that again for every name, so copies instead of links are allowed
+				// only up to the bytes the first copies wrote, then refused (the child's
+				// version stays in the workspace, for a new hand-back).
+				if h.recopied.Add(sf.Size) > h.firstCopied.Load() {
+					return nil, &Error{Code: CodeRelinks, Msg: fmt.Sprintf(
+						"hand-back stopped at %s: the parent's copies of a file the child gave several names changed while the hand-back linked them, and copying each again would write more than the first copies did", dstRel)}
+				}
 			}
 		}
 	}
@@ -1105,6 +1116,7 @@ func (h *handback) putFile(srcDir int, name, src, root, dstRel string, dir int, 
 	if err != nil || own == nil || cloned {
 		return own, err
 	}
+	h.firstCopied.Add(sf.Size)
 	var wst unix.Stat_t
 	if err := unix.Fstatat(dir, tname, &wst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return own, &pathError{op: "lstat", path: tmp, err: err}

@@ -3,9 +3,11 @@ package workspace
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -218,5 +220,41 @@ func TestEqualEntriesFollowsNoSymlink(t *testing.T) {
 	}
 	if eq, err := equalEntries(context.Background(), a, b, "d/g", File); eq {
 		t.Fatalf("a file read through a symlinked directory (%v)", err)
+	}
+}
+
+// A program writing the parent that replaces each name the hand-back puts, so that no
+// later name can be linked to it, does not make the hand-back copy the child's file once
+// per name: past the bytes the first copies wrote, it stops with a refusal, and the
+// child's files stay in the workspace.
+// law: cow_conflict_reported
+func TestHandbackRefusesRelinkingPastTheFirstCopies(t *testing.T) {
+	root := onFS(t, "ext4")
+	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
+	writeTree(t, parent, spec("keep=parent's"))
+	if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	data := manyNames(t, filepath.Join(dir, CopyDir))
+	hook = func(what string) {
+		name, ok := strings.CutPrefix(what, "rename ")
+		if !ok || filepath.Dir(name) != parent {
+			return
+		}
+		// The parent's own program puts a file of its own at the name.
+		tmp := name + ".parent's"
+		if err := os.WriteFile(tmp, []byte("parent's"), 0o644); err == nil {
+			os.Rename(tmp, name)
+		}
+	}
+	defer func() { hook = nil }()
+	_, err := Merge(context.Background(), dir)
+	if !errors.Is(err, &Error{Code: CodeRelinks}) {
+		t.Fatalf("Merge: %v; want a %s refusal", err, CodeRelinks)
+	}
+	for _, name := range []string{"f", "l1", "l100"} {
+		if b, err := os.ReadFile(filepath.Join(dir, CopyDir, name)); err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("the child's %s is lost (%v)", name, err)
+		}
 	}
 }
