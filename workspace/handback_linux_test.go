@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -257,4 +259,69 @@ func TestHandbackRefusesRelinkingPastTheFirstCopies(t *testing.T) {
 			t.Fatalf("the child's %s is lost (%v)", name, err)
 		}
 	}
+}
+
+// A hand-back of a child's file with several names, some taken and some saved as
+// conflicts, killed at any point and rerun, ends with the same parent, saved conflicts and
+// report as an uncut one (on ext4, where the later names are links to the first's copy).
+func TestHandbackCrashLinks(t *testing.T) {
+	mk := func(t *testing.T) (string, string) {
+		root := onFS(t, "ext4")
+		parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
+		writeTree(t, parent, spec("keep=1", "c=1", "d/c2=1"))
+		if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		cp := filepath.Join(dir, CopyDir)
+		for _, name := range []string{"c", "d/c2"} {
+			if err := os.WriteFile(filepath.Join(parent, name), []byte("parent's"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(cp, "f"), []byte("child's"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"l1", "l2", "d/l3", "n/l4", "c", "d/c2"} {
+			os.Remove(filepath.Join(cp, name))
+			os.MkdirAll(filepath.Dir(filepath.Join(cp, name)), 0o755)
+			if err := os.Link(filepath.Join(cp, "f"), filepath.Join(cp, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return parent, dir
+	}
+	parent, dir := mk(t)
+	var count atomic.Int64
+	hook = func(string) { count.Add(1) }
+	want, err := Handback(context.Background(), dir)
+	hook = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	points := int(count.Load())
+	wantTree, wantSaved := readTree(t, parent), readTree(t, filepath.Join(dir, ConflictsDir))
+	norm := func(r *Report) Report { c := *r; c.Parent, c.Dir = "", ""; return c }
+	if len(want.Taken) < 5 || len(want.Conflicts) != 2 || inodeOf(t, filepath.Join(parent, "l1")) != inodeOf(t, filepath.Join(parent, "d", "l3")) {
+		t.Fatalf("the scenario is not as meant: %+v", want)
+	}
+	for k := 1; k <= points; k++ {
+		parent, dir := mk(t)
+		if !runHelper(t, dir, k) {
+			t.Fatalf("the hand-back was not killed at point %d of %d", k, points)
+		}
+		got, err := Handback(context.Background(), dir)
+		if err != nil {
+			t.Fatalf("rerun after a kill at point %d: %v", k, err)
+		}
+		if diff := diffTrees(wantTree, readTree(t, parent)); diff != "" {
+			t.Fatalf("after a kill at point %d, parent differs from the uncut hand-back:\n%s", k, diff)
+		}
+		if diff := diffTrees(wantSaved, readTree(t, filepath.Join(dir, ConflictsDir))); diff != "" {
+			t.Fatalf("after a kill at point %d, saved conflicts differ:\n%s", k, diff)
+		}
+		if !reflect.DeepEqual(norm(got), norm(want)) {
+			t.Fatalf("after a kill at point %d, report = %+v\nwant %+v", k, norm(got), norm(want))
+		}
+	}
+	t.Logf("killed at each of %d points, rerun, same result", points)
 }
