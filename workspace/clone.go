@@ -342,6 +342,9 @@ func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Op
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	if err := c.refreshLinked(); err != nil {
+		return nil, err
+	}
 	// Directory modes and times, deepest first, then the roots.
 	if err := unix.Fstat(pfd, &rootSt); err != nil {
 		return nil, &pathError{op: "fstat", path: parent, err: err}
@@ -526,11 +529,35 @@ type firstName struct {
 	rel  string
 	fa   facts // the parent's facts as read before the copy began
 	ok   bool  // copied by bytes into every tree, which linking then saves writing again
+
+	names []int // the records of the names made: this one, then those linked to it; guarded by inodesMu
+}
+
+// refreshLinked records again the copies' facts of every name of an inode that links
+// made: each link changed the inode's ctime after the names before it were recorded, and a
+// name whose facts are not those recorded is read whole at the hand-back.
+func (c *cloner) refreshLinked() error {
+	for _, f := range c.inodes {
+		if len(f.names) < 2 {
+			continue
+		}
+		for _, ri := range f.names {
+			for j, cp := range c.copies {
+				name := filepath.Join(cp, filepath.FromSlash(c.m.records[ri].Path))
+				fa, _, err := lstatFacts(name)
+				if err != nil {
+					return err
+				}
+				c.copyFacts[j][ri] = fa
+			}
+		}
+	}
+	return nil
 }
 
 // claim returns the first name of the parent's inode id, or registers rel as it (with a
 // nil result) when none was.
-func (c *cloner) claim(id inodeID, rel string) (first, own *firstName) {
+func (c *cloner) claim(id inodeID, rel string, ri int) (first, own *firstName) {
 	c.inodesMu.Lock()
 	defer c.inodesMu.Unlock()
 	if f := c.inodes[id]; f != nil {
@@ -539,7 +566,7 @@ func (c *cloner) claim(id inodeID, rel string) (first, own *firstName) {
 	if c.inodes == nil {
 		c.inodes = map[inodeID]*firstName{}
 	}
-	own = &firstName{done: make(chan struct{}), rel: rel}
+	own = &firstName{done: make(chan struct{}), rel: rel, names: []int{ri}}
 	c.inodes[id] = own
 	return nil, own
 }
@@ -621,7 +648,7 @@ func (c *cloner) file(ri int, fds []int, roots []string, now int64) (err error) 
 	// say the copy's content is the one this name reads now. Clones that share extents
 	// cost nothing and are made per name, as before.
 	if st.Nlink > 1 {
-		first, own := c.claim(inodeID{dev: uint64(st.Dev), ino: st.Ino}, r.Path)
+		first, own := c.claim(inodeID{dev: uint64(st.Dev), ino: st.Ino}, r.Path, ri)
 		if own != nil {
 			own.fa = r.Parent
 			defer func() {
@@ -631,7 +658,13 @@ func (c *cloner) file(ri int, fds []int, roots []string, now int64) (err error) 
 		} else {
 			<-first.done
 			if first.ok && first.fa == r.Parent {
-				return c.link(ri, first.rel, fds, roots)
+				if err := c.link(ri, first.rel, fds, roots); err != nil {
+					return err
+				}
+				c.inodesMu.Lock()
+				first.names = append(first.names, ri)
+				c.inodesMu.Unlock()
+				return nil
 			}
 		}
 	}
