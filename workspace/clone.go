@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -341,6 +342,9 @@ func cloneTrees(ctx context.Context, parent, base string, dirs []string, opts Op
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	if err := c.refreshLinked(); err != nil {
+		return nil, err
+	}
 	// Directory modes and times, deepest first, then the roots.
 	if err := unix.Fstat(pfd, &rootSt); err != nil {
 		return nil, &pathError{op: "fstat", path: parent, err: err}
@@ -510,6 +514,61 @@ type cloner struct {
 	noReflink      atomic.Bool      // set once the filesystem refused a clone
 	cloned, copied atomic.Int64
 	copiedBytes    atomic.Int64
+	inodesMu       sync.Mutex
+	inodes         map[inodeID]*firstName // guarded by inodesMu
+}
+
+// inodeID names a file of the parent by its device and inode number.
+type inodeID struct{ dev, ino uint64 }
+
+// firstName is the first of a parent inode's names that a clone reached: the others are
+// made hard links to its copies when it was copied by bytes. done is closed once its
+// copies are made (or failed); rel, fa and ok are set before.
+type firstName struct {
+	done chan struct{}
+	rel  string
+	fa   facts // the parent's facts as read before the copy began
+	ok   bool  // copied by bytes into every tree, which linking then saves writing again
+
+	names []int // the records of the names made: this one, then those linked to it; guarded by inodesMu
+}
+
+// refreshLinked records again the copies' facts of every name of an inode that links
+// made: each link changed the inode's ctime after the names before it were recorded, and a
+// name whose facts are not those recorded is read whole at the hand-back.
+func (c *cloner) refreshLinked() error {
+	for _, f := range c.inodes {
+		if len(f.names) < 2 {
+			continue
+		}
+		for _, ri := range f.names {
+			for j, cp := range c.copies {
+				name := filepath.Join(cp, filepath.FromSlash(c.m.records[ri].Path))
+				fa, _, err := lstatFacts(name)
+				if err != nil {
+					return err
+				}
+				c.copyFacts[j][ri] = fa
+			}
+		}
+	}
+	return nil
+}
+
+// claim returns the first name of the parent's inode id, or registers rel as it (with a
+// nil result) when none was.
+func (c *cloner) claim(id inodeID, rel string, ri int) (first, own *firstName) {
+	c.inodesMu.Lock()
+	defer c.inodesMu.Unlock()
+	if f := c.inodes[id]; f != nil {
+		return f, nil
+	}
+	if c.inodes == nil {
+		c.inodes = map[inodeID]*firstName{}
+	}
+	own = &firstName{done: make(chan struct{}), rel: rel, names: []int{ri}}
+	c.inodes[id] = own
+	return nil, own
 }
 
 func (c *cloner) src(rel string) string { return filepath.Join(c.parent, filepath.FromSlash(rel)) }
@@ -569,7 +628,7 @@ func (c *cloner) chunk(entries []Entry, chunks []int, ci int) error {
 // fds are the file's directory open in the parent and in each of roots. The base keeps
 // the file's content and mode but not its times: the hand-back reads only those of the
 // base.
-func (c *cloner) file(ri int, fds []int, roots []string, now int64) error {
+func (c *cloner) file(ri int, fds []int, roots []string, now int64) (err error) {
 	r := &c.m.records[ri]
 	name := path.Base(r.Path)
 	src := c.src(r.Path)
@@ -582,6 +641,33 @@ func (c *cloner) file(ri int, fds []int, roots []string, now int64) error {
 	r.Racy = r.Parent.Ctime >= now
 	atime := st.Atim.Nano()
 	reflinked := true
+	// A second name of an inode already copied by bytes is linked to that copy in each
+	// tree (as cp -a does): copied again, a file with many names would cost its size once
+	// per name, and a sandbox that makes thousands of links to a large file would fill the
+	// disk. Only while the inode is as it was when the first copy began: its facts then
+	// say the copy's content is the one this name reads now. Clones that share extents
+	// cost nothing and are made per name, as before.
+	if st.Nlink > 1 {
+		first, own := c.claim(inodeID{dev: uint64(st.Dev), ino: st.Ino}, r.Path, ri)
+		if own != nil {
+			own.fa = r.Parent
+			defer func() {
+				own.ok = err == nil && !reflinked
+				close(own.done)
+			}()
+		} else {
+			<-first.done
+			if first.ok && first.fa == r.Parent {
+				if err := c.link(ri, first.rel, fds, roots); err != nil {
+					return err
+				}
+				c.inodesMu.Lock()
+				first.names = append(first.names, ri)
+				c.inodesMu.Unlock()
+				return nil
+			}
+		}
+	}
 	for i, root := range roots {
 		dst := filepath.Join(root, filepath.FromSlash(r.Path))
 		cloned, f, err := c.cloneFile(fd, fds[1+i], name, src, dst, r.Parent, atime, i == 0, i > 0)
@@ -598,6 +684,28 @@ func (c *cloner) file(ri int, fds []int, roots []string, now int64) error {
 	} else {
 		c.copied.Add(1)
 		c.copiedBytes.Add(r.Parent.Size)
+	}
+	return nil
+}
+
+// link makes record ri's file in every tree of roots a hard link to the same tree's file
+// at firstRel, and records the copies' facts; fds are as for file.
+func (c *cloner) link(ri int, firstRel string, fds []int, roots []string) error {
+	r := &c.m.records[ri]
+	name := path.Base(r.Path)
+	for i, root := range roots {
+		dst := filepath.Join(root, filepath.FromSlash(r.Path))
+		if err := unix.Linkat(c.fds[1+i], firstRel, fds[1+i], name, 0); err != nil {
+			return &pathError{op: "link", path: dst, err: err}
+		}
+		if i == 0 {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fds[1+i], name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &pathError{op: "lstat", path: dst, err: err}
+		}
+		c.copyFacts[i-1][ri] = factsOf(&st)
 	}
 	return nil
 }

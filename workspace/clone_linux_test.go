@@ -1,10 +1,14 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -303,4 +307,97 @@ func TestCloneKeepsHoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSparse(t, filepath.Join(parent, "made.img"), 64<<30, 1<<30, "child's data")
+}
+
+// manyNames writes a 4 MiB file of random bytes at dir/f with 100 more names (l1…l100):
+// 404 MiB when each name is copied by bytes, more than the 512 MiB test ext4 holds twice.
+func manyNames(t *testing.T, dir string) []byte {
+	t.Helper()
+	data := make([]byte, 4<<20)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "f"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 100; i++ {
+		if err := os.Link(filepath.Join(dir, "f"), filepath.Join(dir, fmt.Sprintf("l%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return data
+}
+
+// inodeOf is the inode number of name.
+func inodeOf(t *testing.T, name string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(name, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+// A parent's file with many names costs a clone its size once per tree, not once per name:
+// on ext4, where files are copied by bytes, each tree's names are links to one copy, and
+// the base, the copy and the parent stay three files.
+func TestCloneLinksNamesOfOneInode(t *testing.T) {
+	root := onFS(t, "ext4")
+	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := manyNames(t, parent)
+	if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	inos := map[string]uint64{}
+	for _, tree := range []string{parent, filepath.Join(dir, BaseDir), filepath.Join(dir, CopyDir)} {
+		inos[tree] = inodeOf(t, filepath.Join(tree, "f"))
+		for i := 1; i <= 100; i++ {
+			name := filepath.Join(tree, fmt.Sprintf("l%d", i))
+			if got := inodeOf(t, name); got != inos[tree] {
+				t.Fatalf("%s is inode %d, not f's %d", name, got, inos[tree])
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(tree, "l100")); err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("%s/l100 does not hold the parent's bytes (%v)", tree, err)
+		}
+	}
+	if len(slices.Compact(slices.Sorted(maps.Values(inos)))) != 3 {
+		t.Fatalf("the parent, the base and the copy share an inode: %v", inos)
+	}
+	// The copy's names are one file, as the parent's are, and the base is not it.
+	if err := os.WriteFile(filepath.Join(dir, CopyDir, "l7"), []byte("child's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, BaseDir, "l7")); !bytes.Equal(b, data) {
+		t.Fatal("a write to the copy changed the base")
+	}
+}
+
+// The copy's names of one inode keep the facts the manifest records, though each link
+// changed the inode's ctime: a hand-back after a child that changed nothing reads none of
+// them.
+func TestCloneRecordsLinkedNamesAsMade(t *testing.T) {
+	root := onFS(t, "ext4")
+	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manyNames(t, parent)
+	if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	n := compared.Load()
+	rep, err := Handback(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Counts.Changed != 0 {
+		t.Fatalf("counts %+v: nothing changed", rep.Counts)
+	}
+	if c := compared.Load() - n; c != 0 {
+		t.Fatalf("%d files read by the hand-back of an unchanged copy", c)
+	}
 }

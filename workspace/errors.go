@@ -10,6 +10,7 @@ const (
 	CodeNoManifest   = "no_manifest"    // the directory holds no workspace made by Clone
 	CodeBadManifest  = "bad_manifest"   // the manifest cannot be read
 	CodeInside       = "inside"         // the workspace directory lies inside the parent's listed files
+	CodeRelinks      = "relinks"        // the parent's names of a child's file kept changing as the hand-back linked them
 )
 
 // Error is a refusal with a stable Code and a message fit for the user.

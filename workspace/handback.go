@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path"
@@ -20,6 +19,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"github.com/paddockhq/paddock/internal/content"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
@@ -275,6 +275,9 @@ type handback struct {
 	snapshot                bool              // base and copy are btrfs snapshots of the parent
 	journal                 map[string]string // a cut run's merged contents' hashes, by path
 	merges                  map[string][]byte // by path: the clean merge, or the marked one
+	inodesMu                sync.Mutex
+	inodes                  map[handedInode]*handedFirst // guarded by inodesMu
+	firstCopied, recopied   atomic.Int64                 // bytes copied for first names, and again for later ones
 }
 
 // snapshotRecords lists the base of a snapshot workspace, as the parent was listed at
@@ -456,7 +459,7 @@ func (h *handback) gather(ctx context.Context, cs *copyState, changed []string) 
 		case pk == File && (pf.Size != rec.Parent.Size || pf.Mode != rec.Parent.Mode):
 			f.ParentChanged = true
 		default:
-			eq, err := equalEntries(join(h.parent, p), join(h.base, p), pk)
+			eq, err := equalEntries(ctx, h.parent, h.base, p, pk)
 			if err != nil {
 				return nil, err
 			}
@@ -476,7 +479,7 @@ func (h *handback) gather(ctx context.Context, cs *copyState, changed []string) 
 			case Absent, Dir:
 				f.Same = true
 			default:
-				if f.Same, err = equalEntries(join(h.parent, p), join(h.copy, p), f.Child); err != nil {
+				if f.Same, err = equalEntries(ctx, h.parent, h.copy, p, f.Child); err != nil {
 					return nil, err
 				}
 			}
@@ -532,6 +535,18 @@ func (h *handback) mergeLines(ctx context.Context, fs []*PathFacts, cs *copyStat
 		return err
 	}
 	h.journal, h.merges = j, map[string][]byte{}
+	// The merges are held until the plan runs. A child can give one file thousands of
+	// names, each a path both changed: past maxMergesHeld in all, a file is not merged
+	// and keeps the table's conflict, the child's version saved as any conflict's is.
+	var held int64
+	hold := func(p string, b []byte) bool {
+		if held+int64(len(b)) > maxMergesHeld {
+			return false
+		}
+		held += int64(len(b))
+		h.merges[p] = b
+		return true
+	}
 	for _, f := range fs {
 		if !f.ChildChanged || !f.ParentChanged || f.Base != File || f.Parent != File || f.Child != File {
 			continue
@@ -543,9 +558,8 @@ func (h *handback) mergeLines(ctx context.Context, fs []*PathFacts, cs *copyStat
 		rec, child := &h.m.records[i], cs.listed[i].facts
 		pname := join(h.parent, f.Path)
 		if want, ok := h.journal[f.Path]; ok {
-			if pb, err := readBeneath(h.parent, f.Path, maxMergeSize); err == nil && contentHash(pb) == want {
+			if pb, err := readBeneath(h.parent, f.Path, maxMergeSize); err == nil && contentHash(pb) == want && hold(f.Path, pb) {
 				f.Same, f.Merge = false, MergeClean
-				h.merges[f.Path] = pb
 				continue
 			}
 		}
@@ -557,7 +571,7 @@ func (h *handback) mergeLines(ctx context.Context, fs []*PathFacts, cs *copyStat
 			return err
 		}
 		perm := rec.Parent.Mode & 0o7777
-		if pf.Mode&0o7777 != perm || child.Mode&0o7777 != perm ||
+		if held >= maxMergesHeld || pf.Mode&0o7777 != perm || child.Mode&0o7777 != perm ||
 			pf.Size > maxMergeSize || child.Size > maxMergeSize || rec.Parent.Size > maxMergeSize {
 			continue
 		}
@@ -581,13 +595,11 @@ func (h *handback) mergeLines(ctx context.Context, fs []*PathFacts, cs *copyStat
 			return fmt.Errorf("merge %s: %w", f.Path, err)
 		}
 		switch {
-		case !ok:
+		case !ok || !hold(f.Path, out):
 		case clean:
 			f.Merge = MergeClean
-			h.merges[f.Path] = out
 		default:
 			f.Merge = MergeMarked
-			h.merges[f.Path] = out
 		}
 	}
 	return nil
@@ -622,7 +634,11 @@ func (h *handback) childChanges(ctx context.Context) (*copyState, []string, erro
 	}
 	var changed []string
 	for i := range h.m.records {
-		if h.childChanged(&h.m.records[i], cs.listed[i]) {
+		c, err := h.childChanged(ctx, &h.m.records[i], cs.listed[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		if c {
 			changed = append(changed, h.m.records[i].Path)
 		}
 	}
@@ -634,20 +650,24 @@ func (h *handback) childChanges(ctx context.Context) (*copyState, []string, erro
 }
 
 // childChanged reports whether the copy's entry differs from the base's, reading both only
-// when the stat facts differ from those recorded at spawn.
-func (h *handback) childChanged(r *record, c childEntry) bool {
+// when the stat facts differ from those recorded at spawn. An entry that cannot be read
+// counts as changed; only a cancelled ctx is an error.
+func (h *handback) childChanged(ctx context.Context, r *record, c childEntry) (bool, error) {
 	switch {
 	case c.kind != r.Kind:
-		return true
+		return true, nil
 	case c.kind == Dir:
-		return false
+		return false, nil
 	case sameFacts(c.facts, r.Copy) && r.Copy.Ctime < h.m.Stamp:
-		return false
+		return false, nil
 	case c.facts.Size != r.Copy.Size || c.facts.Mode != r.Copy.Mode:
-		return true // no need to read
+		return true, nil // no need to read
 	}
-	eq, err := equalEntries(join(h.copy, r.Path), join(h.base, r.Path), c.kind)
-	return err != nil || !eq
+	eq, err := equalEntries(ctx, h.copy, h.base, r.Path, c.kind)
+	if cerr := ctx.Err(); cerr != nil {
+		return false, cerr
+	}
+	return err != nil || !eq, nil
 }
 
 // walkCopy records what the copy holds: every path of the manifest, and every new path the
@@ -785,25 +805,29 @@ func (h *handback) asBase(fd int, name, sub string, kind Kind) (bool, error) {
 	return sameFacts(factsOf(&st), bf) && bf.Ctime < h.m.Stamp, nil
 }
 
-// equalEntries compares the contents of two entries of kind k: a file's permission bits
-// and bytes, a symlink's target.
-func equalEntries(a, b string, k Kind) (bool, error) {
+// equalEntries compares the contents of the entries of kind k at rel beneath rootA and
+// rootB: a file's permission bits and bytes, a symlink's target. Each is reached beneath
+// its root through no symlink, and a file is opened as what it is (openRegular): a tree
+// is the sandbox's, and a name judged a file may be a symlink or a FIFO by the time it is
+// opened. The bytes are compared by content.Equal: cancellable, and reading only where
+// either file holds data.
+func equalEntries(ctx context.Context, rootA, rootB, rel string, k Kind) (bool, error) {
 	compared.Add(1)
 	switch k {
 	case Symlink:
-		ta, err := os.Readlink(a)
+		ta, err := readlinkBeneath(rootA, rel)
 		if err != nil {
 			return false, err
 		}
-		tb, err := os.Readlink(b)
+		tb, err := readlinkBeneath(rootB, rel)
 		return err == nil && ta == tb, err
 	case File:
-		fa, err := os.Open(a)
+		fa, err := openRegularBeneath(rootA, rel)
 		if err != nil {
 			return false, err
 		}
 		defer fa.Close()
-		fb, err := os.Open(b)
+		fb, err := openRegularBeneath(rootB, rel)
 		if err != nil {
 			return false, err
 		}
@@ -819,25 +843,39 @@ func equalEntries(a, b string, k Kind) (bool, error) {
 		if sa.Size() != sb.Size() || sa.Mode().Perm() != sb.Mode().Perm() {
 			return false, nil
 		}
-		ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
-		for {
-			na, ea := io.ReadFull(fa, ba)
-			nb, eb := io.ReadFull(fb, bb)
-			if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
-				return false, nil
-			}
-			if ea == io.EOF || ea == io.ErrUnexpectedEOF {
-				return eb == ea, nil
-			}
-			if ea != nil {
-				return false, ea
-			}
-			if eb != nil {
-				return false, eb
-			}
-		}
+		return content.Equal(ctx, fa, fb)
 	}
 	return true, nil
+}
+
+// openRegularBeneath opens the regular file at rel beneath root for reading, through no
+// symlink.
+func openRegularBeneath(root, rel string) (*os.File, error) {
+	dir, err := openDirOf(root, rel, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dir)
+	name := join(root, rel)
+	fd, _, err := openRegular(dir, path.Base(rel), name)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// readlinkBeneath reads the target of the symlink at rel beneath root, through no other.
+func readlinkBeneath(root, rel string) (string, error) {
+	dir, err := openDirOf(root, rel, false)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(dir)
+	target, err := readlinkat(dir, path.Base(rel), 0)
+	if err != nil {
+		return "", &pathError{op: "readlink", path: join(root, rel), err: err}
+	}
+	return target, nil
 }
 
 // tempPrefix starts the fixed sibling name each path is written to before its rename.
@@ -925,7 +963,7 @@ func (h *handback) do(s Step) error {
 // program may swap a directory of the copy, and the parent's program one of the parent, for
 // a symlink to one outside at any moment. Every write is made relative to the directory
 // that holds dstRel, opened once (see openDirOf).
-func (h *handback) put(rel, root, dstRel string, k Kind) error {
+func (h *handback) put(rel, root, dstRel string, k Kind) (err error) {
 	src, dst := join(h.copy, rel), join(root, dstRel)
 	dir, err := openDirOf(root, dstRel, k != Absent)
 	if err != nil {
@@ -984,7 +1022,16 @@ func (h *handback) put(rel, root, dstRel string, k Kind) error {
 	tname, tmp := tempName(dname), tempFor(dst)
 	switch k {
 	case File:
-		if err := cloneOne(srcDir, name, src, dir, tname, tmp); err != nil {
+		var own *handedFirst
+		own, err = h.putFile(srcDir, name, src, root, dstRel, dir, tname, tmp)
+		if own != nil {
+			// Released once the file is at dstRel, or failed: the other names wait for it.
+			defer func() {
+				own.ok = own.ok && err == nil
+				close(own.done)
+			}()
+		}
+		if err != nil {
 			return err
 		}
 	case Symlink:
@@ -1025,18 +1072,118 @@ func (h *handback) put(rel, root, dstRel string, k Kind) error {
 	return nil
 }
 
-// cloneOne makes the entry dst of the directory dstDir (display: its path) a copy of the
-// file name in the directory srcDir, src (sharing extents where the filesystem can), with
-// its permission bits and times.
-func cloneOne(srcDir int, name, src string, dstDir int, dst, display string) error {
+// putFile writes the fixed sibling tname (display: tmp) in the directory dir of dstRel
+// beneath root with the copy's file name in srcDir (display: src).
+//
+// The child's file may have other names that the hand-back writes beneath the same root.
+// Copied by bytes once per name, a file with many names would cost its size once each: a
+// child that links a large file tens of thousands of times would fill the host's disk. So
+// the first of an inode's names to be written is claimed (own, returned, which the caller
+// releases once the file is at dstRel), and each later one, when the first was copied by
+// bytes and the child's file is as it was before that copy began, is made a hard link to
+// the file the first put at its name (as cp -a makes them), checked to be that very file
+// after the link. A rerun after a cut reaches the same contents: the names already renamed
+// hold the child's content, and the rest are written again.
+func (h *handback) putFile(srcDir int, name, src, root, dstRel string, dir int, tname, tmp string) (own *handedFirst, err error) {
 	fd, st, err := openRegular(srcDir, name, src)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	sf := factsOf(st)
+	if st.Nlink > 1 {
+		var first *handedFirst
+		first, own = h.claim(handedInode{root: root, dev: uint64(st.Dev), ino: st.Ino}, dstRel, sf)
+		if first != nil {
+			<-first.done
+			if first.ok && first.src == sf {
+				if h.linkFirst(first, root, dir, tname) == nil {
+					return nil, nil
+				}
+				// The first's file changed at its name since: a program writing the parent
+				// can do that again for every name, so copies instead of links are allowed
+				// only up to the bytes the first copies wrote, then refused (the child's
+				// version stays in the workspace, for a new hand-back).
+				if h.recopied.Add(sf.Size) > h.firstCopied.Load() {
+					return nil, &Error{Code: CodeRelinks, Msg: fmt.Sprintf(
+						"hand-back stopped at %s: the parent's copies of a file the child gave several names changed while the hand-back linked them, and copying each again would write more than the first copies did", dstRel)}
+				}
+			}
+		}
+	}
+	c := &cloner{}
+	cloned, _, err := c.cloneFile(fd, dir, tname, src, tmp, sf, st.Atim.Nano(), false, false)
+	if err != nil || own == nil || cloned {
+		return own, err
+	}
+	h.firstCopied.Add(sf.Size)
+	var wst unix.Stat_t
+	if err := unix.Fstatat(dir, tname, &wst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return own, &pathError{op: "lstat", path: tmp, err: err}
+	}
+	own.dev, own.written, own.ok = uint64(wst.Dev), factsOf(&wst), true
+	return own, nil
+}
+
+// handedInode is a child's file by device and inode number, written beneath root.
+type handedInode struct {
+	root     string
+	dev, ino uint64
+}
+
+// handedFirst is the first name of a handedInode that a hand-back writes. done is closed
+// once it is at its name (or failed); the other fields are set before.
+type handedFirst struct {
+	done    chan struct{}
+	rel     string // where, beneath the root
+	src     facts  // the child's file as read before the copy began
+	dev     uint64 // the written file's device
+	written facts  // the written file's, before its rename
+	ok      bool   // copied by bytes and at rel: a later name may be linked to it
+}
+
+// claim returns the first name of the child's inode id, or registers rel as it when none
+// was (own).
+func (h *handback) claim(id handedInode, rel string, src facts) (first, own *handedFirst) {
+	h.inodesMu.Lock()
+	defer h.inodesMu.Unlock()
+	if f := h.inodes[id]; f != nil {
+		return f, nil
+	}
+	if h.inodes == nil {
+		h.inodes = map[handedInode]*handedFirst{}
+	}
+	own = &handedFirst{done: make(chan struct{}), rel: rel, src: src}
+	h.inodes[id] = own
+	return nil, own
+}
+
+// linkFirst makes tname in the directory dir a hard link to the file first wrote beneath
+// root. The name is reached beneath root through no symlink, and what the link gives is
+// checked to be the file first wrote, unchanged (a program writing the parent may have
+// replaced or rewritten it since); if not, the link is removed and an error returned, for
+// the caller to copy instead.
+func (h *handback) linkFirst(first *handedFirst, root string, dir int, tname string) error {
+	fdir, err := openDirOf(root, first.rel, false)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
-	c := &cloner{}
-	_, _, err = c.cloneFile(fd, dstDir, dst, src, display, factsOf(st), st.Atim.Nano(), false, false)
-	return err
+	defer unix.Close(fdir)
+	if err := unix.Linkat(fdir, path.Base(first.rel), dir, tname, 0); err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, tname, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		unix.Unlinkat(dir, tname, 0)
+		return err
+	}
+	f := factsOf(&st)
+	if uint64(st.Dev) != first.dev || f.Ino != first.written.Ino || f.Mode != first.written.Mode ||
+		f.Size != first.written.Size || f.Mtime != first.written.Mtime {
+		unix.Unlinkat(dir, tname, 0)
+		return errChanged
+	}
+	return nil
 }
 
 func (h *handback) report(facts []PathFacts, steps []Step) *Report {

@@ -1,11 +1,19 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // outsideState is every entry under root: a file's content, a directory, a symlink's target.
@@ -111,4 +119,209 @@ func TestHandbackNeverWritesOutside(t *testing.T) {
 		}
 	}
 	t.Logf("%d of 60 hand-backs succeeded", ok)
+}
+
+// diskUsed is the bytes in use on the filesystem that holds name.
+func diskUsed(t *testing.T, name string) int64 {
+	t.Helper()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(name, &fs); err != nil {
+		t.Fatal(err)
+	}
+	return int64(fs.Blocks-fs.Bfree) * fs.Bsize
+}
+
+// A child's file with many names costs the hand-back its size once, not once per name: on
+// ext4, where files are copied by bytes, the parent's new names are links to one copy of
+// the child's file, and nothing the child made is lost.
+// law: cow_takes_child
+func TestHandbackLinksNamesOfOneInode(t *testing.T) {
+	root := onFS(t, "ext4")
+	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
+	writeTree(t, parent, spec("keep=parent's"))
+	if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	data := manyNames(t, filepath.Join(dir, CopyDir))
+	before := diskUsed(t, root)
+	rep, err := Merge(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the hand-back of 101 names of a 4 MiB file used %d bytes of disk", diskUsed(t, root)-before)
+	if rep.Counts.Taken != 101 || rep.Counts.Conflicts != 0 {
+		t.Fatalf("counts %+v, want 101 taken", rep.Counts)
+	}
+	ino := inodeOf(t, filepath.Join(parent, "f"))
+	if ino == inodeOf(t, filepath.Join(dir, CopyDir, "f")) {
+		t.Fatal("the parent's f is the copy's")
+	}
+	for i := 1; i <= 100; i++ {
+		name := filepath.Join(parent, fmt.Sprintf("l%d", i))
+		if got := inodeOf(t, name); got != ino {
+			t.Fatalf("%s is inode %d, not f's %d", name, got, ino)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(parent, "l100")); err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("the parent's l100 does not hold the child's bytes (%v)", err)
+	}
+}
+
+// Two sparse files of 15 TiB compared by content cost what their data does: a child that
+// only touched a file of the parent's (its facts changed, its size did not) hands back
+// nothing, without reading the holes.
+// law: cow_keeps_parent
+func TestHandbackComparesSparseByTheirData(t *testing.T) {
+	root := onFS(t, "ext4")
+	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sparseFile(t, filepath.Join(parent, "disk.img"), 15<<40, 7<<40, "parent's data")
+	if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	touched := time.Unix(1_000_000_000, 0)
+	if err := os.Chtimes(filepath.Join(dir, CopyDir, "disk.img"), touched, touched); err != nil {
+		t.Fatal(err)
+	}
+	n := compared.Load()
+	rep, err := Handback(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Counts.Changed != 0 {
+		t.Fatalf("counts %+v: a touched file counted as changed", rep.Counts)
+	}
+	if compared.Load() == n {
+		t.Fatal("the touched file was not compared by content")
+	}
+	checkSparse(t, filepath.Join(parent, "disk.img"), 15<<40, 7<<40, "parent's data")
+}
+
+// A file's comparison opens no symlink: a name of the sandbox's tree that is a symlink to
+// a file with the other side's content is not that content.
+func TestEqualEntriesFollowsNoSymlink(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	writeTree(t, a, spec("d/f=same", "real=same", "e/g=same"))
+	writeTree(t, b, spec("d/f=same", "d/g=same"))
+	if err := os.Remove(filepath.Join(a, "d", "f")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(a, "real"), filepath.Join(a, "d", "f")); err != nil {
+		t.Fatal(err)
+	}
+	if eq, err := equalEntries(context.Background(), a, b, "d/f", File); eq {
+		t.Fatalf("a symlink compared equal to the file it names (%v)", err)
+	}
+	if err := os.RemoveAll(filepath.Join(a, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("e", filepath.Join(a, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if eq, err := equalEntries(context.Background(), a, b, "d/g", File); eq {
+		t.Fatalf("a file read through a symlinked directory (%v)", err)
+	}
+}
+
+// A program writing the parent that replaces each name the hand-back puts, so that no
+// later name can be linked to it, does not make the hand-back copy the child's file once
+// per name: past the bytes the first copies wrote, it stops with a refusal, and the
+// child's files stay in the workspace.
+// law: cow_conflict_reported
+func TestHandbackRefusesRelinkingPastTheFirstCopies(t *testing.T) {
+	root := onFS(t, "ext4")
+	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
+	writeTree(t, parent, spec("keep=parent's"))
+	if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	data := manyNames(t, filepath.Join(dir, CopyDir))
+	hook = func(what string) {
+		name, ok := strings.CutPrefix(what, "rename ")
+		if !ok || filepath.Dir(name) != parent {
+			return
+		}
+		// The parent's own program puts a file of its own at the name.
+		tmp := name + ".parent's"
+		if err := os.WriteFile(tmp, []byte("parent's"), 0o644); err == nil {
+			os.Rename(tmp, name)
+		}
+	}
+	defer func() { hook = nil }()
+	_, err := Merge(context.Background(), dir)
+	if !errors.Is(err, &Error{Code: CodeRelinks}) {
+		t.Fatalf("Merge: %v; want a %s refusal", err, CodeRelinks)
+	}
+	for _, name := range []string{"f", "l1", "l100"} {
+		if b, err := os.ReadFile(filepath.Join(dir, CopyDir, name)); err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("the child's %s is lost (%v)", name, err)
+		}
+	}
+}
+
+// A hand-back of a child's file with several names, some taken and some saved as
+// conflicts, killed at any point and rerun, ends with the same parent, saved conflicts and
+// report as an uncut one (on ext4, where the later names are links to the first's copy).
+func TestHandbackCrashLinks(t *testing.T) {
+	mk := func(t *testing.T) (string, string) {
+		root := onFS(t, "ext4")
+		parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
+		writeTree(t, parent, spec("keep=1", "c=1", "d/c2=1"))
+		if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		cp := filepath.Join(dir, CopyDir)
+		for _, name := range []string{"c", "d/c2"} {
+			if err := os.WriteFile(filepath.Join(parent, name), []byte("parent's"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(cp, "f"), []byte("child's"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"l1", "l2", "d/l3", "n/l4", "c", "d/c2"} {
+			os.Remove(filepath.Join(cp, name))
+			os.MkdirAll(filepath.Dir(filepath.Join(cp, name)), 0o755)
+			if err := os.Link(filepath.Join(cp, "f"), filepath.Join(cp, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return parent, dir
+	}
+	parent, dir := mk(t)
+	var count atomic.Int64
+	hook = func(string) { count.Add(1) }
+	want, err := Handback(context.Background(), dir)
+	hook = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	points := int(count.Load())
+	wantTree, wantSaved := readTree(t, parent), readTree(t, filepath.Join(dir, ConflictsDir))
+	norm := func(r *Report) Report { c := *r; c.Parent, c.Dir = "", ""; return c }
+	if len(want.Taken) < 5 || len(want.Conflicts) != 2 || inodeOf(t, filepath.Join(parent, "l1")) != inodeOf(t, filepath.Join(parent, "d", "l3")) {
+		t.Fatalf("the scenario is not as meant: %+v", want)
+	}
+	for k := 1; k <= points; k++ {
+		parent, dir := mk(t)
+		if !runHelper(t, dir, k) {
+			t.Fatalf("the hand-back was not killed at point %d of %d", k, points)
+		}
+		got, err := Handback(context.Background(), dir)
+		if err != nil {
+			t.Fatalf("rerun after a kill at point %d: %v", k, err)
+		}
+		if diff := diffTrees(wantTree, readTree(t, parent)); diff != "" {
+			t.Fatalf("after a kill at point %d, parent differs from the uncut hand-back:\n%s", k, diff)
+		}
+		if diff := diffTrees(wantSaved, readTree(t, filepath.Join(dir, ConflictsDir))); diff != "" {
+			t.Fatalf("after a kill at point %d, saved conflicts differ:\n%s", k, diff)
+		}
+		if !reflect.DeepEqual(norm(got), norm(want)) {
+			t.Fatalf("after a kill at point %d, report = %+v\nwant %+v", k, norm(got), norm(want))
+		}
+	}
+	t.Logf("killed at each of %d points, rerun, same result", points)
 }

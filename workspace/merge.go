@@ -27,6 +27,10 @@ import (
 // maxMergeSize is the largest file merged by lines; a bigger one keeps the table's conflict.
 const maxMergeSize = 8 << 20
 
+// maxMergesHeld bounds the merges one hand-back holds in memory until its plan runs (a
+// variable, for a test to lower).
+var maxMergesHeld int64 = 256 << 20
+
 // MergeLabels are the names the conflict markers of a marked merge give each side.
 var MergeLabels = [3]string{"parent", "base", "child"}
 

@@ -321,3 +321,41 @@ func TestMergeReadsFollowNoSymlink(t *testing.T) {
 		t.Error("a file over the limit was read")
 	}
 }
+
+// A hand-back holds at most maxMergesHeld of merged files in memory: a file both changed
+// past it is not merged but kept as the parent's, its child's version saved, nothing lost.
+// law: cow_conflict_reported
+func TestHandbackBoundsMergesHeld(t *testing.T) {
+	needGit(t)
+	const n, merge = 10, "ONE\ntwo\nthree\nfour\nFIVE\n"
+	defer func(m int64) { maxMergesHeld = m }(maxMergesHeld)
+	maxMergesHeld = 3 * int64(len(merge))
+	base, parent, child := tree{}, tree{}, tree{}
+	for i := range n {
+		p := fmt.Sprintf("f%d", i)
+		base[p] = node{Kind: File, Data: "one\ntwo\nthree\nfour\nfive\n"}
+		parent[p] = node{Kind: File, Data: "ONE\ntwo\nthree\nfour\nfive\n"}
+		child[p] = node{Kind: File, Data: "one\ntwo\nthree\nfour\nFIVE\n"}
+	}
+	pdir, dir := ws(t, base, parent, child)
+	rep, err := Handback(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Merged) != 3 || len(rep.Conflicts) != n-3 {
+		t.Fatalf("%d merged, %d conflicts; want 3 and %d", len(rep.Merged), len(rep.Conflicts), n-3)
+	}
+	for _, m := range rep.Merged {
+		if b, err := os.ReadFile(filepath.Join(pdir, m.Path)); err != nil || string(b) != merge {
+			t.Errorf("%s: %q, %v; want the merge", m.Path, b, err)
+		}
+	}
+	for _, c := range rep.Conflicts {
+		if b, err := os.ReadFile(filepath.Join(pdir, c.Path)); err != nil || string(b) != parent[c.Path].Data {
+			t.Errorf("%s: %q, %v; want the parent's", c.Path, b, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, c.Saved)); err != nil || string(b) != child[c.Path].Data {
+			t.Errorf("%s saved: %q, %v; want the child's", c.Path, b, err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -112,6 +113,9 @@ func FuzzFetch(f *testing.F) {
 		{{name: "./d/", typ: tar.TypeDir, mode: 0o755}, {name: "./d/a", typ: tar.TypeReg, mode: 0o644, body: "a\n"}, {name: "./d", typ: tar.TypeSymlink, link: "../../victim"}, {name: "./b", typ: tar.TypeLink, link: "./d/file"}},
 		{{name: "./d/", typ: tar.TypeDir, mode: 0o755}, {name: "./d/file", typ: tar.TypeReg, mode: 0o644, body: "a\n"}, {name: "./d", typ: tar.TypeSymlink, link: "../../victim"}, {name: "./b", typ: tar.TypeLink, link: "./d/file"}},
 		{{name: "./b", typ: tar.TypeLink, link: "../../victim/file"}},
+		// Names of one file, linked in the copy: to the first, to a link, and one whose
+		// target is then replaced by a symlink out, which must not be linked.
+		{{name: "./a", typ: tar.TypeReg, mode: 0o644, body: "a\n"}, {name: "./b", typ: tar.TypeLink, link: "./a"}, {name: "./c", typ: tar.TypeLink, link: "./b"}, {name: "./a", typ: tar.TypeSymlink, link: "../../victim/file"}, {name: "./e", typ: tar.TypeLink, link: "./a"}},
 	} {
 		f.Add(tarOf(f, ms...))
 	}
@@ -131,5 +135,76 @@ func TestReadTarRefusesSparse(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "sparse") || called {
 			t.Errorf("%s: %v (an entry handed on: %v)", name, err, called)
 		}
+	}
+}
+
+// A file the box sends with many names is written once: each later name's link header
+// makes a hard link to the file already in the copy, not a copy of its bytes.
+func TestFetchLinksNamesOfOneFile(t *testing.T) {
+	body := strings.Repeat("the box's file\n", 64<<10) // about 1 MiB
+	ms := []member{{name: "./a", typ: tar.TypeReg, mode: 0o644, body: body}, {name: "./d/", typ: tar.TypeDir, mode: 0o755}}
+	for i := range 100 {
+		ms = append(ms, member{name: fmt.Sprintf("./d/l%d", i), typ: tar.TypeLink, mode: 0o644, link: "./a"})
+	}
+	stream := tarOf(t, ms...)
+	s := &Sync{Dir: t.TempDir(), Remote: "/box/ws", sent: map[string]item{}}
+	if err := os.MkdirAll(s.Copy(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	walk := func(_ context.Context, _ string, fn func(listed) error) error {
+		return readTar(bytes.NewReader(stream), fn)
+	}
+	if err := s.fetch(context.Background(), walk); err != nil {
+		t.Fatal(err)
+	}
+	a, err := os.Lstat(filepath.Join(s.Copy(), "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		name := filepath.Join(s.Copy(), "d", fmt.Sprintf("l%d", i))
+		fi, err := os.Lstat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !os.SameFile(a, fi) {
+			t.Fatalf("%s is a file of its own, not a link to a", name)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(s.Copy(), "d", "l99")); err != nil || string(b) != body {
+		t.Fatalf("d/l99 does not hold the box's file (%v)", err)
+	}
+}
+
+// sameContent opens no symlink, and compares sparse files by their data: two of 15 TiB
+// with the same data are the same at once.
+func TestSameContent(t *testing.T) {
+	dir := t.TempDir()
+	sparse := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteAt([]byte(data), 7<<40); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(15 << 40); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b, c := sparse("a", "data"), sparse("b", "data"), sparse("c", "DATA")
+	ctx := context.Background()
+	if !sameContent(ctx, a, b) || sameContent(ctx, a, c) {
+		t.Fatal("sparse files compared wrong")
+	}
+	l := filepath.Join(dir, "l")
+	if err := os.Symlink(a, l); err != nil {
+		t.Fatal(err)
+	}
+	if sameContent(ctx, l, b) || sameContent(ctx, b, l) {
+		t.Fatal("a symlink compared as the file it names")
 	}
 }

@@ -1,7 +1,6 @@
 package ssh
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/content"
 	"github.com/paddockhq/paddock/internal/tarx"
 	"github.com/paddockhq/paddock/transport/pathmap"
 	"github.com/paddockhq/paddock/workspace"
@@ -302,7 +302,7 @@ func (s *Sync) fetch(ctx context.Context, walk func(context.Context, string, fun
 					return fmt.Errorf("the box listed %q as the same file as %q, which it did not list as a file", e.rel, e.same)
 				}
 			}
-			if err := s.take(e, lp, li, lerr, root); err != nil {
+			if err := s.take(ctx, e, lp, li, lerr, root); err != nil {
 				return fmt.Errorf("%s: %w", e.rel, err)
 			}
 		}
@@ -356,7 +356,7 @@ func beneath(seen map[string]fs.FileMode, rel string) error {
 }
 
 // take brings a regular file the box lists into the local copy at lp, as judge says.
-func (s *Sync) take(e listed, lp string, li fs.FileInfo, lerr error, root string) error {
+func (s *Sync) take(ctx context.Context, e listed, lp string, li fs.FileInfo, lerr error, root string) error {
 	was, wasSent := s.sent[e.rel]
 	box := facts{perm: uint32(e.mode.Perm()), size: e.size, mtime: e.mtime}
 	var loc facts
@@ -368,52 +368,84 @@ func (s *Sync) take(e listed, lp string, li fs.FileInfo, lerr error, root string
 	if v == keep {
 		return nil
 	}
-	open := e.open
 	if e.same != "" {
-		// Content shared with a file listed before, already in the copy.
+		// Content shared with a file listed before, already in the copy: a hard link to it,
+		// as on the box. Copied again, it would cost its size once per name, and a box can
+		// send tens of thousands of link headers for one large file.
 		src := filepath.Join(root, filepath.FromSlash(e.same))
-		open = func() (io.ReadCloser, error) { return os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0) }
+		return replace(lp, func(tmp string) error {
+			if err := linkRegular(src, tmp); err != nil {
+				return err
+			}
+			if v == compare && sameContent(ctx, src, lp) {
+				return errKept
+			}
+			return nil
+		})
 	}
-	if open == nil {
+	if e.open == nil {
 		return errors.New("no content")
 	}
 	return replace(lp, func(tmp string) error {
-		if err := getFile(open, tmp, e); err != nil {
+		if err := getFile(e.open, tmp, e); err != nil {
 			return err
 		}
-		if v == compare && sameContent(tmp, lp) {
+		if v == compare && sameContent(ctx, tmp, lp) {
 			return errKept
 		}
 		return nil
 	})
 }
 
+// linkRegular makes tmp a hard link to the regular file src of the copy, and refuses
+// anything else at src: never a link to a symlink, which would take its place in the copy.
+func linkRegular(src, tmp string) error {
+	si, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if !si.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file of the copy", src)
+	}
+	if err := os.Link(src, tmp); err != nil {
+		return err
+	}
+	if ti, err := os.Lstat(tmp); err != nil || !os.SameFile(si, ti) {
+		return fmt.Errorf("%s changed while it was linked", src)
+	}
+	return nil
+}
+
 // errKept ends a replace that found the local copy already right.
 var errKept = errors.New("kept")
 
-// sameContent compares two local files, byte by byte.
-func sameContent(a, b string) bool {
-	fa, err := os.Open(a)
+// sameContent reports whether two local files of the copy hold the same bytes, opening
+// neither through a symlink; any failure, a cancelled ctx too, says they differ (and the
+// box's version is taken).
+func sameContent(ctx context.Context, a, b string) bool {
+	fa, err := os.OpenFile(a, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}
 	defer fa.Close()
-	fb, err := os.Open(b)
+	fb, err := os.OpenFile(b, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}
 	defer fb.Close()
-	x, y := make([]byte, 32<<10), make([]byte, 32<<10)
-	for {
-		n, aerr := io.ReadFull(fa, x)
-		m, berr := io.ReadFull(fb, y)
-		if n != m || !bytes.Equal(x[:n], y[:m]) {
-			return false
-		}
-		if aerr != nil || berr != nil {
-			return (aerr == io.EOF || aerr == io.ErrUnexpectedEOF) && (berr == io.EOF || berr == io.ErrUnexpectedEOF)
-		}
+	sa, err := fa.Stat()
+	if err != nil || !sa.Mode().IsRegular() {
+		return false
 	}
+	sb, err := fb.Stat()
+	if err != nil || !sb.Mode().IsRegular() {
+		return false
+	}
+	if os.SameFile(sa, sb) {
+		return true
+	}
+	eq, err := content.Equal(ctx, fa, fb)
+	return err == nil && eq
 }
 
 // replace puts a new entry at p: made by mk at a sibling temporary name, then renamed over
