@@ -264,36 +264,15 @@ func readIgnore(dir string) (*patternmatcher.PatternMatcher, error) {
 // writeTar writes the tree under dir as a tar stream, paths relative to dir, skipping what
 // ignore matches (the Dockerfile and .dockerignore are always sent, as Docker does).
 func writeTar(w io.Writer, dir string, ignore *patternmatcher.PatternMatcher) error {
-	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if ignore != nil && rel != "Dockerfile" && rel != ".dockerignore" {
-			skip, err := ignore.MatchesOrParentMatches(rel)
-			if err != nil {
-				return err
+	var skip func(string, bool) (bool, bool, error)
+	if ignore != nil {
+		skip = func(rel string, isDir bool) (bool, bool, error) {
+			if rel == "Dockerfile" || rel == ".dockerignore" {
+				return false, false, nil
 			}
-			if skip {
-				if d.IsDir() && !ignore.Exclusions() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
+			m, err := ignore.MatchesOrParentMatches(rel)
+			return m, isDir && !ignore.Exclusions(), err
 		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		return tarx.WriteEntry(tw, p, rel, fi, false)
-	})
-	if err != nil {
-		return err
 	}
-	return tw.Close()
+	return tarx.WriteTree(w, dir, tarx.TreeOptions{Skip: skip})
 }

@@ -12,9 +12,20 @@ import (
 	"time"
 )
 
-// WriteTree writes the tree at root as a tar stream: directories, regular files and
-// symlinks, with their modes and times (not their owners).
-func WriteTree(w io.Writer, root string) error {
+// TreeOptions say what WriteTree sends.
+type TreeOptions struct {
+	// AnyUser leaves the owners' ids out too (the reader's user takes the files).
+	AnyUser bool
+	// Plain sends only directories, regular files and symlinks (no socket, device or pipe).
+	Plain bool
+	// Skip, when set, leaves out the entry rel (a slash path under the root), and with all a
+	// directory's entries as well.
+	Skip func(rel string, dir bool) (skip, all bool, err error)
+}
+
+// WriteTree writes the tree at root as a tar stream, paths relative to root: each entry with
+// its mode and times (not its owners' names), a symlink's target, a file's bytes.
+func WriteTree(w io.Writer, root string, o TreeOptions) error {
 	tw := tar.NewWriter(w)
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -24,14 +35,26 @@ func WriteTree(w io.Writer, root string) error {
 		if err != nil || rel == "." {
 			return err
 		}
+		rel = filepath.ToSlash(rel)
+		if o.Skip != nil {
+			skip, all, err := o.Skip(rel, d.IsDir())
+			switch {
+			case err != nil:
+				return err
+			case skip && all && d.IsDir():
+				return filepath.SkipDir
+			case skip:
+				return nil
+			}
+		}
 		fi, err := d.Info()
 		if err != nil {
 			return err
 		}
-		if !fi.IsDir() && !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
-			return nil // sockets, devices, pipes are not sent
+		if o.Plain && !fi.IsDir() && !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
+			return nil
 		}
-		return WriteEntry(tw, p, filepath.ToSlash(rel), fi, true)
+		return WriteEntry(tw, p, rel, fi, o.AnyUser)
 	})
 	if err != nil {
 		return err

@@ -23,7 +23,7 @@ func TestTarRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := WriteTree(&buf, src); err != nil {
+	if err := WriteTree(&buf, src, TreeOptions{AnyUser: true, Plain: true}); err != nil {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()

@@ -110,7 +110,7 @@ func (s *Sync) Handback(ctx context.Context) (*workspace.Report, error) {
 // send streams the local copy into the pod's SyncDir.
 func (t *Transport) send(ctx context.Context, pod string, s *Sync) error {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(tarx.WriteTree(pw, s.Copy())) }()
+	go func() { pw.CloseWithError(tarx.WriteTree(pw, s.Copy(), tarx.TreeOptions{AnyUser: true, Plain: true})) }()
 	defer pr.Close()
 	var stderr strings.Builder
 	ex, err := t.executor(pod, []string{"tar", "-x", "-f", "-", "-C", SyncDir}, true)
