@@ -292,15 +292,7 @@ func checkSparse(t *testing.T, name string, size, off int64, data string) {
 // a sparse file of the parent's stays sparse in the clone, and one the child made (64 GiB
 // of holes, larger than the test filesystem) comes back to the parent as the same holes.
 func TestCloneKeepsHoles(t *testing.T) {
-	root := onFS(t, "ext4")
-	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
-	if err := os.Mkdir(parent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sparseFile(t, filepath.Join(parent, "disk.img"), 8<<30, 3<<30, "parent's data")
-	if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
-		t.Fatal(err)
-	}
+	_, parent, dir := ext4Clone(t, func(parent string) { sparseFile(t, filepath.Join(parent, "disk.img"), 8<<30, 3<<30, "parent's data") })
 	checkSparse(t, filepath.Join(dir, CopyDir, "disk.img"), 8<<30, 3<<30, "parent's data")
 	sparseFile(t, filepath.Join(dir, CopyDir, "made.img"), 64<<30, 1<<30, "child's data")
 	if _, err := Handback(context.Background(), dir); err != nil {
@@ -342,15 +334,8 @@ func inodeOf(t *testing.T, name string) uint64 {
 // on ext4, where files are copied by bytes, each tree's names are links to one copy, and
 // the base, the copy and the parent stay three files.
 func TestCloneLinksNamesOfOneInode(t *testing.T) {
-	root := onFS(t, "ext4")
-	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
-	if err := os.Mkdir(parent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	data := manyNames(t, parent)
-	if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
-		t.Fatal(err)
-	}
+	var data []byte
+	_, parent, dir := ext4Clone(t, func(parent string) { data = manyNames(t, parent) })
 	inos := map[string]uint64{}
 	for _, tree := range []string{parent, filepath.Join(dir, BaseDir), filepath.Join(dir, CopyDir)} {
 		inos[tree] = inodeOf(t, filepath.Join(tree, "f"))
@@ -380,15 +365,7 @@ func TestCloneLinksNamesOfOneInode(t *testing.T) {
 // changed the inode's ctime: a hand-back after a child that changed nothing reads none of
 // them.
 func TestCloneRecordsLinkedNamesAsMade(t *testing.T) {
-	root := onFS(t, "ext4")
-	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
-	if err := os.Mkdir(parent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	manyNames(t, parent)
-	if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
-		t.Fatal(err)
-	}
+	_, _, dir := ext4Clone(t, func(parent string) { manyNames(t, parent) })
 	n := compared.Load()
 	rep, err := Handback(context.Background(), dir)
 	if err != nil {
@@ -400,4 +377,20 @@ func TestCloneRecordsLinkedNamesAsMade(t *testing.T) {
 	if c := compared.Load() - n; c != 0 {
 		t.Fatalf("%d files read by the hand-back of an unchanged copy", c)
 	}
+}
+
+// ext4Clone makes a parent on the test ext4 filesystem (where files are copied by bytes),
+// fills it, and clones it: the filesystem's directory, the parent, the workspace directory.
+func ext4Clone(t *testing.T, fill func(parent string)) (root, parent, dir string) {
+	t.Helper()
+	root = onFS(t, "ext4")
+	parent, dir = filepath.Join(root, "parent"), filepath.Join(root, "ws")
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fill(parent)
+	if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return root, parent, dir
 }

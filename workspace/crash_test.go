@@ -35,8 +35,19 @@ func TestHandbackCrash(t *testing.T) {
 
 func handbackCrash(t *testing.T, fs string) {
 	sc := crashScenario
-	// The uncut run, counting its points.
-	parent, dir := wsOn(t, fs, sc.base, sc.parent, sc.child)
+	crashRuns(t, func(t *testing.T) (string, string) { return wsOn(t, fs, sc.base, sc.parent, sc.child) },
+		func(points int, _ string, want *Report) bool {
+			return points >= 20 && len(want.Conflicts) >= 4 && len(want.Merged) >= 3
+		})
+}
+
+// crashRuns runs the hand-back of a workspace mk makes, uncut, counting its points (meant
+// says whether the run is the scenario meant: a test of a run too small tests nothing);
+// then, for each point, of a new one killed there, killed again in the rerun at a point that
+// moves with it, and run to its end: each must end with the uncut run's parent, saved
+// conflicts and report, and nothing else left in the workspace.
+func crashRuns(t *testing.T, mk func(*testing.T) (parent, dir string), meant func(points int, parent string, want *Report) bool) {
+	parent, dir := mk(t)
 	var count atomic.Int64
 	hook = func(string) { count.Add(1) }
 	want, err := Handback(context.Background(), dir)
@@ -47,8 +58,8 @@ func handbackCrash(t *testing.T, fs string) {
 	points := int(count.Load())
 	wantTree, wantSaved := readTree(t, parent), readTree(t, filepath.Join(dir, ConflictsDir))
 	norm := func(r *Report) Report { c := *r; c.Parent, c.Dir = "", ""; return c }
-	if points < 20 || len(want.Conflicts) < 4 || len(want.Merged) < 3 {
-		t.Fatalf("the scenario is too small: %d points, %+v", points, want)
+	if !meant(points, parent, want) {
+		t.Fatalf("the scenario is not as meant: %d points, %+v", points, want)
 	}
 	check := func(t *testing.T, parent, dir string, got *Report) {
 		t.Helper()
@@ -66,7 +77,7 @@ func handbackCrash(t *testing.T, fs string) {
 		}
 	}
 	for k := 1; k <= points; k++ {
-		parent, dir := wsOn(t, fs, sc.base, sc.parent, sc.child)
+		parent, dir := mk(t)
 		if !runHelper(t, dir, k) {
 			t.Fatalf("the hand-back was not killed at point %d of %d", k, points)
 		}

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,12 +134,7 @@ func diskUsed(t *testing.T, name string) int64 {
 // the child's file, and nothing the child made is lost.
 // law: cow_takes_child
 func TestHandbackLinksNamesOfOneInode(t *testing.T) {
-	root := onFS(t, "ext4")
-	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
-	writeTree(t, parent, spec("keep=parent's"))
-	if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
-		t.Fatal(err)
-	}
+	root, parent, dir := ext4Clone(t, func(parent string) { writeTree(t, parent, spec("keep=parent's")) })
 	data := manyNames(t, filepath.Join(dir, CopyDir))
 	before := diskUsed(t, root)
 	rep, err := Merge(context.Background(), dir)
@@ -172,15 +165,7 @@ func TestHandbackLinksNamesOfOneInode(t *testing.T) {
 // nothing, without reading the holes.
 // law: cow_keeps_parent
 func TestHandbackComparesSparseByTheirData(t *testing.T) {
-	root := onFS(t, "ext4")
-	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
-	if err := os.Mkdir(parent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sparseFile(t, filepath.Join(parent, "disk.img"), 15<<40, 7<<40, "parent's data")
-	if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
-		t.Fatal(err)
-	}
+	_, parent, dir := ext4Clone(t, func(parent string) { sparseFile(t, filepath.Join(parent, "disk.img"), 15<<40, 7<<40, "parent's data") })
 	touched := time.Unix(1_000_000_000, 0)
 	if err := os.Chtimes(filepath.Join(dir, CopyDir, "disk.img"), touched, touched); err != nil {
 		t.Fatal(err)
@@ -231,12 +216,7 @@ func TestEqualEntriesFollowsNoSymlink(t *testing.T) {
 // child's files stay in the workspace.
 // law: cow_conflict_reported
 func TestHandbackRefusesRelinkingPastTheFirstCopies(t *testing.T) {
-	root := onFS(t, "ext4")
-	parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
-	writeTree(t, parent, spec("keep=parent's"))
-	if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
-		t.Fatal(err)
-	}
+	_, parent, dir := ext4Clone(t, func(parent string) { writeTree(t, parent, spec("keep=parent's")) })
 	data := manyNames(t, filepath.Join(dir, CopyDir))
 	hook = func(what string) {
 		name, ok := strings.CutPrefix(what, "rename ")
@@ -266,12 +246,7 @@ func TestHandbackRefusesRelinkingPastTheFirstCopies(t *testing.T) {
 // report as an uncut one (on ext4, where the later names are links to the first's copy).
 func TestHandbackCrashLinks(t *testing.T) {
 	mk := func(t *testing.T) (string, string) {
-		root := onFS(t, "ext4")
-		parent, dir := filepath.Join(root, "parent"), filepath.Join(root, "ws")
-		writeTree(t, parent, spec("keep=1", "c=1", "d/c2=1"))
-		if _, err := Clone(context.Background(), parent, dir, Options{}); err != nil {
-			t.Fatal(err)
-		}
+		_, parent, dir := ext4Clone(t, func(parent string) { writeTree(t, parent, spec("keep=1", "c=1", "d/c2=1")) })
 		cp := filepath.Join(dir, CopyDir)
 		for _, name := range []string{"c", "d/c2"} {
 			if err := os.WriteFile(filepath.Join(parent, name), []byte("parent's"), 0o644); err != nil {
@@ -290,38 +265,7 @@ func TestHandbackCrashLinks(t *testing.T) {
 		}
 		return parent, dir
 	}
-	parent, dir := mk(t)
-	var count atomic.Int64
-	hook = func(string) { count.Add(1) }
-	want, err := Handback(context.Background(), dir)
-	hook = nil
-	if err != nil {
-		t.Fatal(err)
-	}
-	points := int(count.Load())
-	wantTree, wantSaved := readTree(t, parent), readTree(t, filepath.Join(dir, ConflictsDir))
-	norm := func(r *Report) Report { c := *r; c.Parent, c.Dir = "", ""; return c }
-	if len(want.Taken) < 5 || len(want.Conflicts) != 2 || inodeOf(t, filepath.Join(parent, "l1")) != inodeOf(t, filepath.Join(parent, "d", "l3")) {
-		t.Fatalf("the scenario is not as meant: %+v", want)
-	}
-	for k := 1; k <= points; k++ {
-		parent, dir := mk(t)
-		if !runHelper(t, dir, k) {
-			t.Fatalf("the hand-back was not killed at point %d of %d", k, points)
-		}
-		got, err := Handback(context.Background(), dir)
-		if err != nil {
-			t.Fatalf("rerun after a kill at point %d: %v", k, err)
-		}
-		if diff := diffTrees(wantTree, readTree(t, parent)); diff != "" {
-			t.Fatalf("after a kill at point %d, parent differs from the uncut hand-back:\n%s", k, diff)
-		}
-		if diff := diffTrees(wantSaved, readTree(t, filepath.Join(dir, ConflictsDir))); diff != "" {
-			t.Fatalf("after a kill at point %d, saved conflicts differ:\n%s", k, diff)
-		}
-		if !reflect.DeepEqual(norm(got), norm(want)) {
-			t.Fatalf("after a kill at point %d, report = %+v\nwant %+v", k, norm(got), norm(want))
-		}
-	}
-	t.Logf("killed at each of %d points, rerun, same result", points)
+	crashRuns(t, mk, func(_ int, parent string, want *Report) bool {
+		return len(want.Taken) >= 5 && len(want.Conflicts) == 2 && inodeOf(t, filepath.Join(parent, "l1")) == inodeOf(t, filepath.Join(parent, "d", "l3"))
+	})
 }
