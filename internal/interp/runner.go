@@ -322,9 +322,12 @@ func (r *Runner) stmt(ctx context.Context, st *syntax.Stmt) {
 		// Paddock: a background statement that is one program has its pid as $!, as in a
 		// shell that forks: the statement waits for the program to start (or for the job to
 		// end without starting one).
+		// The channel is held here: the job's goroutine hands r2.started on and clears it.
+		var started chan int
 		program := oneProgram(st.Cmd)
 		if program {
-			r2.started = make(chan int, 1)
+			started = make(chan int, 1)
+			r2.started = started
 		}
 		go func() {
 			r2.Run(ctx, &st2)
@@ -334,8 +337,13 @@ func (r *Runner) stmt(ctx context.Context, st *syntax.Stmt) {
 		}()
 		if program {
 			select {
-			case bg.pid = <-r2.started:
+			case bg.pid = <-started:
 			case <-bg.done:
+				// A program that started and already ended still has its pid as $!.
+				select {
+				case bg.pid = <-started:
+				default:
+				}
 			}
 		}
 		r.bgProcs = append(r.bgProcs, bg)
