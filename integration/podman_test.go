@@ -88,6 +88,13 @@ func TestReaperPodman(t *testing.T) {
 	testReaper(t, cli, []string{"DOCKER_HOST=" + host})
 }
 
+// Podman's reapers that run at once agree as Docker's do.
+func TestConcurrentReapersPodman(t *testing.T) {
+	t.Parallel()
+	cli, host := podmanEngine(t)
+	testConcurrentReapers(t, cli, []string{"DOCKER_HOST=" + host})
+}
+
 // kernelTransport.docker.host makes Podman the engine of a session opened from the
 // settings, whatever DOCKER_HOST says: its container is Podman's, labelled as Docker's are.
 func TestSettingsDockerHostPodman(t *testing.T) {

@@ -110,6 +110,45 @@ func testReaper(t *testing.T, cli *client.Client, env []string) {
 	}
 }
 
+// Reapers that run at once (two hosts starting, a daemon's and a test's) agree: when each
+// returns without error, every dead host's container is gone, whichever of them removed
+// it (a reaper that finds another's removal in progress waits for its end).
+func TestConcurrentReapers(t *testing.T) {
+	t.Parallel()
+	testConcurrentReapers(t, engine(t), nil)
+}
+
+func testConcurrentReapers(t *testing.T, cli *client.Client, env []string) {
+	img := hostImage(t, cli)
+	ctx := testContext(t)
+	var dead []string
+	for range 3 {
+		dead = append(dead, deadHost(t, cli, img, env))
+	}
+	const reapers = 4
+	errs := make(chan error, reapers)
+	for range reapers {
+		go func() {
+			if _, err := docker.Reap(ctx, cli); err != nil {
+				errs <- err
+				return
+			}
+			for _, d := range dead {
+				if ids, err := docker.SessionContainers(ctx, cli, d); err != nil || len(ids) != 0 {
+					errs <- fmt.Errorf("a reaper returned while the dead session %s has containers %v, %v", d, ids, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range reapers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // deadHost plays a host process that opens a docker session on the engine of cli (env: what
 // it needs to reach it, DOCKER_HOST) and is killed (SIGKILL: no cleanup of its own) once its
 // kernel answers; it returns the session's id, whose container is left.

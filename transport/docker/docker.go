@@ -277,7 +277,7 @@ func (t *Transport) log() *slog.Logger {
 func (t *Transport) remove(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := t.Client.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !notFound(err) {
+	if err := removeContainer(ctx, t.Client, id); err != nil {
 		t.log().Warn("container not removed", "container", id, "err", err)
 	}
 }
@@ -391,8 +391,7 @@ func Reap(ctx context.Context, cli *client.Client) (int, error) {
 		if !Leftover(c.Labels, o) {
 			continue
 		}
-		err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !notFound(err) {
+		if err := removeContainer(ctx, cli, c.ID); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s: %w", c.ID, err))
 			continue
 		}
@@ -424,7 +423,7 @@ func RemoveSession(ctx context.Context, cli *client.Client, session string) (int
 	n := 0
 	var errs []error
 	for _, id := range ids {
-		if err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !notFound(err) {
+		if err := removeContainer(ctx, cli, id); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -434,7 +433,39 @@ func RemoveSession(ctx context.Context, cli *client.Client, session string) (int
 }
 
 func notFound(err error) bool {
-	return err != nil && (cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "is already in progress"))
+	return err != nil && (cerrdefs.IsNotFound(err) || removing(err))
+}
+
+// removing reports whether err says another client is removing the container already.
+func removing(err error) bool {
+	return strings.Contains(err.Error(), "is already in progress")
+}
+
+// removeContainer removes a container and what it holds, whatever state it is in. When
+// another client (a second reaper, the engine's own auto-removal) is removing it already,
+// it returns once the container is gone, so that a caller counting it as removed is right.
+// The engines send no event that both Docker and Podman agree on for the end of a
+// removal, so the container is looked for until it is gone (or ctx ends).
+func removeContainer(ctx context.Context, cli *client.Client, id string) error {
+	err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err == nil || cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if !removing(err) {
+		return err
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := cli.ContainerInspect(ctx, id); cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("container %s: removal by another client did not end: %w", id, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 // self returns the reaper's view of this process's machine.
