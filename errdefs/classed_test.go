@@ -11,6 +11,7 @@ import (
 	"github.com/paddockhq/paddock/transport/docker"
 	"github.com/paddockhq/paddock/transport/ssh"
 	"github.com/paddockhq/paddock/transport/wrapped"
+	"github.com/paddockhq/paddock/workspace"
 )
 
 // Every error type a front end shows says its class and code: the build fails if one
@@ -20,6 +21,6 @@ var _ = []errdefs.Classed{
 	(*orchestrator.FSError)(nil), (*orchestrator.SpawnLimitError)(nil), (*orchestrator.StalledError)(nil),
 	(*orchestrator.HandlerError)(nil), (*images.NoKernelError)(nil), (*daemon.LockedError)(nil),
 	(*daemon.DirError)(nil), (*session.OptionError)(nil), (*script.ParseError)(nil), (*client.Error)(nil),
-	(*docker.OutsideError)(nil), (*ssh.OutsideError)(nil), (*wrapped.OutsideError)(nil),
+	(*docker.OutsideError)(nil), (*ssh.OutsideError)(nil), (*wrapped.OutsideError)(nil), (*workspace.Error)(nil),
 	orchestrator.ErrClosed.(errdefs.Classed), images.ErrNoKernel.(errdefs.Classed),
 }

@@ -87,7 +87,7 @@ func Clone(ctx context.Context, parent, dir string, opts Options) (rep *CloneRep
 	inside := false
 	if rel, err := filepath.Rel(parent, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		if rel == "." {
-			return nil, &Error{Code: CodeInside, Msg: "the workspace directory cannot be the parent itself"}
+			return nil, &Error{Reason: CodeInside, Msg: "the workspace directory cannot be the parent itself"}
 		}
 		opts.List.Exclude = append(opts.List.Exclude, filepath.ToSlash(rel))
 		inside = true
@@ -148,7 +148,7 @@ func CloneGroup(ctx context.Context, parent, group string, dirs []string, opts O
 			return nil, err
 		}
 		if rel, err := filepath.Rel(parent, abs[i]); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return nil, &Error{Code: CodeInside, Msg: "a group's workspace directories must lie outside the parent"}
+			return nil, &Error{Reason: CodeInside, Msg: "a group's workspace directories must lie outside the parent"}
 		}
 	}
 	var madeDirs []string
@@ -919,7 +919,7 @@ func makeDir(dir string) (bool, error) {
 	}
 	des, rerr := os.ReadDir(dir)
 	if rerr != nil || len(des) > 0 {
-		return false, &Error{Code: CodeExists, Msg: fmt.Sprintf("%s already exists and is not an empty directory", dir)}
+		return false, &Error{Reason: CodeExists, Msg: fmt.Sprintf("%s already exists and is not an empty directory", dir)}
 	}
 	return false, nil
 }

@@ -112,13 +112,13 @@ func TestCloneDirs(t *testing.T) {
 	if got := readTree(t, filepath.Join(dir, CopyDir)); diffTrees(spec("a=1"), got) != "" {
 		t.Errorf("copy = %v", got)
 	}
-	if _, err := Clone(context.Background(), parent, dir, Options{}); !errors.Is(err, &Error{Code: CodeExists}) {
+	if _, err := Clone(context.Background(), parent, dir, Options{}); !errors.Is(err, &Error{Reason: CodeExists}) {
 		t.Errorf("a second clone into %s: %v, want %s", dir, err, CodeExists)
 	}
-	if _, err := Clone(context.Background(), parent, parent, Options{}); !errors.Is(err, &Error{Code: CodeInside}) {
+	if _, err := Clone(context.Background(), parent, parent, Options{}); !errors.Is(err, &Error{Reason: CodeInside}) {
 		t.Errorf("a clone into the parent: %v, want %s", err, CodeInside)
 	}
-	if _, err := Handback(context.Background(), t.TempDir()); !errors.Is(err, &Error{Code: CodeNoManifest}) {
+	if _, err := Handback(context.Background(), t.TempDir()); !errors.Is(err, &Error{Reason: CodeNoManifest}) {
 		t.Errorf("a hand-back of an empty directory: %v, want %s", err, CodeNoManifest)
 	}
 }

@@ -1,6 +1,10 @@
 package workspace
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/paddockhq/paddock/errdefs"
+)
 
 // Codes of the refusals this package makes on purpose.
 const (
@@ -13,11 +17,33 @@ const (
 	CodeRelinks      = "relinks"        // the parent's names of a child's file kept changing as the hand-back linked them
 )
 
-// Error is a refusal with a stable Code and a message fit for the user.
+// classes is the class of each code, for errdefs.
+var classes = map[string]errdefs.Class{
+	CodeTooManyFiles: errdefs.Refused,
+	CodeNotDirectory: errdefs.InvalidArgument,
+	CodeExists:       errdefs.Conflict,
+	CodeNoManifest:   errdefs.NotFound,
+	CodeBadManifest:  errdefs.Internal,
+	CodeInside:       errdefs.InvalidArgument,
+	CodeRelinks:      errdefs.Conflict,
+}
+
+// Error is a refusal with a stable code (Reason) and a message fit for the user.
 type Error struct {
-	Code string
-	Msg  string
-	Err  error // the underlying cause, if any
+	Reason string // one of the Code constants
+	Msg    string
+	Err    error // the underlying cause, if any
+}
+
+// Code is the refusal's stable code.
+func (e *Error) Code() string { return e.Reason }
+
+// Class is the refusal's class among errdefs's.
+func (e *Error) Class() errdefs.Class {
+	if c, ok := classes[e.Reason]; ok {
+		return c
+	}
+	return errdefs.Internal
 }
 
 func (e *Error) Error() string {
@@ -29,8 +55,8 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Is matches another *Error with the same Code, so errors.Is(err, &Error{Code: c}) works.
+// Is matches another *Error with the same Reason, so errors.Is(err, &Error{Reason: c}) works.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	return ok && t.Code == e.Code
+	return ok && t.Reason == e.Reason
 }

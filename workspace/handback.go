@@ -1105,7 +1105,7 @@ func (h *handback) putFile(srcDir int, name, src, root, dstRel string, dir int, 
 				// only up to the bytes the first copies wrote, then refused (the child's
 				// version stays in the workspace, for a new hand-back).
 				if h.recopied.Add(sf.Size) > h.firstCopied.Load() {
-					return nil, &Error{Code: CodeRelinks, Msg: fmt.Sprintf(
+					return nil, &Error{Reason: CodeRelinks, Msg: fmt.Sprintf(
 						"hand-back stopped at %s: the parent's copies of a file the child gave several names changed while the hand-back linked them, and copying each again would write more than the first copies did", dstRel)}
 				}
 			}
@@ -1254,7 +1254,7 @@ func readReport(dir string) (*Report, error) {
 	}
 	var rep Report
 	if err := json.Unmarshal(data, &rep); err != nil {
-		return nil, &Error{Code: CodeBadManifest, Msg: fmt.Sprintf("the hand-back report of %s cannot be read", dir), Err: err}
+		return nil, &Error{Reason: CodeBadManifest, Msg: fmt.Sprintf("the hand-back report of %s cannot be read", dir), Err: err}
 	}
 	return &rep, nil
 }

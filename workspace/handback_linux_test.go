@@ -231,7 +231,7 @@ func TestHandbackRefusesRelinkingPastTheFirstCopies(t *testing.T) {
 	}
 	defer func() { hook = nil }()
 	_, err := Merge(context.Background(), dir)
-	if !errors.Is(err, &Error{Code: CodeRelinks}) {
+	if !errors.Is(err, &Error{Reason: CodeRelinks}) {
 		t.Fatalf("Merge: %v; want a %s refusal", err, CodeRelinks)
 	}
 	for _, name := range []string{"f", "l1", "l100"} {

@@ -77,10 +77,10 @@ func List(ctx context.Context, root string, opts ListOptions) ([]Entry, error) {
 func list(ctx context.Context, root string, opts ListOptions, useGit *bool) ([]Entry, error) {
 	fi, err := os.Stat(root)
 	if err != nil {
-		return nil, &Error{Code: CodeNotDirectory, Msg: fmt.Sprintf("workspace %s cannot be listed", root), Err: err}
+		return nil, &Error{Reason: CodeNotDirectory, Msg: fmt.Sprintf("workspace %s cannot be listed", root), Err: err}
 	}
 	if !fi.IsDir() {
-		return nil, &Error{Code: CodeNotDirectory, Msg: fmt.Sprintf("workspace %s is not a directory", root)}
+		return nil, &Error{Reason: CodeNotDirectory, Msg: fmt.Sprintf("workspace %s is not a directory", root)}
 	}
 	max := opts.MaxFiles
 	if max <= 0 {
@@ -121,7 +121,7 @@ func (l *lister) add(rel string, k Kind) error {
 	if k != Dir {
 		l.files++
 		if l.files > l.max {
-			return &Error{Code: CodeTooManyFiles, Msg: fmt.Sprintf(
+			return &Error{Reason: CodeTooManyFiles, Msg: fmt.Sprintf(
 				"the workspace holds more than %d files, too many to copy for an isolated workspace; use workspace=shared instead", l.max)}
 		}
 	}

@@ -182,7 +182,7 @@ func TestListTooManyFiles(t *testing.T) {
 	writeTree(t, root, spec(items...))
 	_, err := List(context.Background(), root, ListOptions{MaxFiles: 10})
 	var we *Error
-	if !errors.As(err, &we) || we.Code != CodeTooManyFiles || !errors.Is(err, &Error{Code: CodeTooManyFiles}) {
+	if !errors.As(err, &we) || we.Code() != CodeTooManyFiles || !errors.Is(err, &Error{Reason: CodeTooManyFiles}) {
 		t.Fatalf("List = %v, want a %s error", err, CodeTooManyFiles)
 	}
 	if !strings.Contains(we.Msg, "workspace=shared") {
@@ -211,12 +211,12 @@ func TestListTooManyFiles(t *testing.T) {
 			}
 		}
 	}
-	if _, err := List(context.Background(), big, ListOptions{}); !errors.Is(err, &Error{Code: CodeTooManyFiles}) {
+	if _, err := List(context.Background(), big, ListOptions{}); !errors.Is(err, &Error{Reason: CodeTooManyFiles}) {
 		t.Fatalf("List of %d files = %v, want %s", MaxFiles+1, err, CodeTooManyFiles)
 	}
 	// And Clone refuses before making anything.
 	dir := filepath.Join(t.TempDir(), "ws")
-	if _, err := Clone(context.Background(), big, dir, Options{}); !errors.Is(err, &Error{Code: CodeTooManyFiles}) {
+	if _, err := Clone(context.Background(), big, dir, Options{}); !errors.Is(err, &Error{Reason: CodeTooManyFiles}) {
 		t.Fatalf("Clone = %v, want %s", err, CodeTooManyFiles)
 	}
 	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {

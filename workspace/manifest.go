@@ -145,14 +145,14 @@ func readManifest(dir string) (*manifest, error) {
 	name := filepath.Join(dir, ManifestName)
 	data, err := os.ReadFile(name)
 	if os.IsNotExist(err) {
-		return nil, &Error{Code: CodeNoManifest, Msg: fmt.Sprintf("%s holds no isolated workspace (no %s)", dir, ManifestName)}
+		return nil, &Error{Reason: CodeNoManifest, Msg: fmt.Sprintf("%s holds no isolated workspace (no %s)", dir, ManifestName)}
 	}
 	if err != nil {
 		return nil, err
 	}
 	m, err := parseManifest(data)
 	if err != nil {
-		return nil, &Error{Code: CodeBadManifest, Msg: fmt.Sprintf("the manifest of %s cannot be read", dir), Err: err}
+		return nil, &Error{Reason: CodeBadManifest, Msg: fmt.Sprintf("the manifest of %s cannot be read", dir), Err: err}
 	}
 	return m, nil
 }

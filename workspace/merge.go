@@ -124,7 +124,7 @@ func readJournal(dir string) (map[string]string, error) {
 	}
 	var j map[string]string
 	if err := json.Unmarshal(data, &j); err != nil {
-		return nil, &Error{Code: CodeBadManifest, Msg: fmt.Sprintf("the merge journal of %s cannot be read", dir), Err: err}
+		return nil, &Error{Reason: CodeBadManifest, Msg: fmt.Sprintf("the merge journal of %s cannot be read", dir), Err: err}
 	}
 	return j, nil
 }
