@@ -1,12 +1,15 @@
 package orchestrator
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/paddockhq/paddock/egress"
 	"github.com/paddockhq/paddock/policy"
@@ -16,14 +19,18 @@ import (
 // access's (Step -1, Command "fs.read <path>" or "fs.write <path>"). Every verdict is one
 // record: run or refused, by whoever gave it.
 type auditRecord struct {
-	Time     time.Time      `json:"time"`
-	Session  string         `json:"session"`
-	Subagent string         `json:"subagent,omitempty"`
-	Step     int            `json:"step"`
-	Command  string         `json:"command"`
-	Host     string         `json:"host,omitempty"` // a file access: the host path opened
-	Effects  policy.Effects `json:"effects"`
-	Question string         `json:"question,omitempty"`
+	Time     time.Time `json:"time"`
+	Session  string    `json:"session"`
+	Subagent string    `json:"subagent,omitempty"`
+	Step     int       `json:"step"`
+	Command  string    `json:"command"`
+	// CommandBytes and CommandSHA256 are set when Command was longer than auditTextMax
+	// and is kept cut: its whole length and its digest.
+	CommandBytes  int            `json:"command_bytes,omitempty"`
+	CommandSHA256 string         `json:"command_sha256,omitempty"`
+	Host          string         `json:"host,omitempty"` // a file access: the host path opened
+	Effects       policy.Effects `json:"effects"`
+	Question      string         `json:"question,omitempty"`
 	// DecidedBy: auto, rule, approved/denied (a client), gateway, unanswered, cancelled,
 	// gatekeeper (Config.Gatekeeper); for a file access also guard, path_map and host.
 	DecidedBy string `json:"decided_by"`
@@ -61,8 +68,33 @@ func openAudit(file string, log *slog.Logger) (*auditLog, error) {
 	return a, nil
 }
 
+// auditTextMax bounds the command and the question a record keeps: a step or a program's
+// argv comes from the sandbox, up to a frame's 32 MiB, and JSON writes a control byte as
+// six, so the record (and its log line) could otherwise cost the host's disk many times
+// the frame. A longer command is kept cut, with its length and digest.
+const auditTextMax = 16 << 10
+
+// clipText is s cut to at most max bytes on a character boundary, with a mark saying how
+// many bytes were cut.
+func clipText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes more)", len(s)-cut)
+}
+
 func (a *auditLog) record(rec auditRecord) {
 	rec.Time = time.Now().UTC()
+	if len(rec.Command) > auditTextMax {
+		sum := sha256.Sum256([]byte(rec.Command))
+		rec.CommandBytes, rec.CommandSHA256 = len(rec.Command), hex.EncodeToString(sum[:])
+		rec.Command = clipText(rec.Command, auditTextMax)
+	}
+	rec.Question = clipText(rec.Question, auditTextMax)
 	a.log.Info("verdict", slog.String("subagent", rec.Subagent), slog.Int("step", rec.Step),
 		slog.String("command", rec.Command), slog.Any("effects", rec.Effects), slog.String("decided_by", rec.DecidedBy),
 		slog.String("at", rec.At), slog.String("by", rec.By), slog.String("outcome", rec.Outcome),

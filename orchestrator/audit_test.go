@@ -2,12 +2,16 @@ package orchestrator
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -195,5 +199,64 @@ func TestEveryStepVerdictRecorded(t *testing.T) {
 				t.Errorf("record %+v; want decided by %s, outcome %s, code %q", r, tc.decidedBy, tc.outcome, tc.code)
 			}
 		})
+	}
+}
+
+// A step's text comes from the agent or the sandbox, up to a frame's size, and JSON writes a
+// control byte as six: the audit record keeps the command cut, with its length and digest,
+// so that a record costs the host's disk a bounded amount whatever the step.
+func TestAuditRecordBounded(t *testing.T) {
+	for _, body := range []string{strings.Repeat("\x01", 1<<20), strings.Repeat("é", 1<<19), strings.Repeat("a", auditTextMax-20)} {
+		audit := filepath.Join(t.TempDir(), "audit.jsonl")
+		s := openLocal(t, t.TempDir(), Config{Policy: Policy{AuditFile: audit}})
+		script := "true '" + body + "'"
+		if _, err := s.Bash(context.Background(), script); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(audit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() > 6*auditTextMax+4096 {
+			t.Errorf("a step of %d bytes left an audit record of %d bytes", len(script), fi.Size())
+		}
+		recs := readAudit(t, audit)
+		if len(recs) != 1 {
+			t.Fatalf("%d records", len(recs))
+		}
+		// The record's command is the step as it runs, printed: compare its length.
+		r := recs[0]
+		if long := len(body) > auditTextMax; long != (r.CommandBytes > auditTextMax) || long != (len(r.CommandSHA256) == 64) || !utf8.ValidString(r.Command) {
+			t.Errorf("a step of %d bytes: record of %d bytes, length %d, digest %q", len(script), len(r.Command), r.CommandBytes, r.CommandSHA256)
+		}
+	}
+}
+
+// A command over auditTextMax is kept as its head, cut on a character boundary, with its
+// length and its digest; one within it is kept whole.
+func TestAuditClip(t *testing.T) {
+	for _, cmd := range []string{"", "true", strings.Repeat("a", auditTextMax), strings.Repeat("a", auditTextMax+1),
+		strings.Repeat("é", auditTextMax), "a" + strings.Repeat("日本", auditTextMax), strings.Repeat("\x01", 3*auditTextMax)} {
+		file := filepath.Join(t.TempDir(), "audit.jsonl")
+		a, err := openAudit(file, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.record(auditRecord{Command: cmd, Question: cmd})
+		a.close()
+		r := readAudit(t, file)[0]
+		if len(cmd) <= auditTextMax {
+			if r.Command != cmd || r.Question != cmd || r.CommandBytes != 0 || r.CommandSHA256 != "" {
+				t.Errorf("a command of %d bytes was changed: %d bytes, %d, %q", len(cmd), len(r.Command), r.CommandBytes, r.CommandSHA256)
+			}
+			continue
+		}
+		sum := sha256.Sum256([]byte(cmd))
+		head, _, _ := strings.Cut(r.Command, "…")
+		qhead, _, _ := strings.Cut(r.Question, "…")
+		if r.CommandBytes != len(cmd) || r.CommandSHA256 != hex.EncodeToString(sum[:]) || !strings.HasPrefix(cmd, head) ||
+			len(head) > auditTextMax || len(head) < auditTextMax-3 || !utf8.ValidString(r.Command) || qhead != head {
+			t.Errorf("a command of %d bytes: head %d bytes, length %d, digest %s", len(cmd), len(head), r.CommandBytes, r.CommandSHA256)
+		}
 	}
 }
