@@ -451,6 +451,14 @@ starts:
 	}
 	expr := args[min(i, len(args)):]
 	for j, w := range expr {
+		if j > 0 && findTakesFile(expr[j-1]) {
+			// A file whatever it looks like: "-fprint --" writes a file named --, and
+			// "-fls -" one named -, not the standard output.
+			if w == "-" {
+				w = "./-"
+			}
+			u.path(w)
+		}
 		switch w {
 		case "-exec", "-execdir", "-ok", "-okdir":
 			u.own |= Exec
@@ -466,6 +474,17 @@ starts:
 		}
 		u.word(w)
 	}
+}
+
+// findTakesFile reports whether find's primary w takes a file as its next word: what is
+// written (-fls, -fprint, -fprint0, -fprintf), compared with (-newer and its kin, -samefile)
+// or read for the start points (-files0-from). -newerXY takes a time, not a file, when Y is t.
+func findTakesFile(w string) bool {
+	switch w {
+	case "-fls", "-fprint", "-fprint0", "-fprintf", "-newer", "-anewer", "-cnewer", "-samefile", "-files0-from":
+		return true
+	}
+	return len(w) == len("-newerXY") && strings.HasPrefix(w, "-newer") && w[7] != 't'
 }
 
 // isFindExpr reports whether a word starts find's expression.

@@ -95,6 +95,17 @@ func TestCommandOptions(t *testing.T) {
 		{"", "find src -fprint0 out", "read,write"},
 		{"", "find src -fprintf out %p", "read,write"},
 		{"", "find . -delete", "protected,read,write"},
+		// A primary's file is a file whatever it looks like: outside the workspace here.
+		{"/tmp", "find /ws/src -fprint --", "outside,read,write"},
+		{"/tmp", "find /ws/src -fprint0 -x", "outside,read,write"},
+		{"/tmp", "find /ws/src -fls -", "outside,read,write"},
+		{"/tmp", "find /ws/src -fprintf -f %p", "outside,read,write"},
+		{"/home/u/.ssh", "find /ws/src -newer -x", "read,secret"},
+		{"/home/u/.ssh", "find /ws/src -neweram -x", "read,secret"},
+		{"/home/u/.ssh", "find /ws/src -newermt -x", "read"}, // a time, not a file
+		{"/home/u/.ssh", "find /ws/src -samefile -x", "read,secret"},
+		{"/home/u/.ssh", "find /ws/src -files0-from -x", "read,secret"},
+		{"", "find src -fprint .git/hooks/pre-commit", "protected,read,write"},
 		// less and file.
 		{"", "less f", "read"},
 		{"", "less +G f", "read"},

@@ -80,7 +80,7 @@ var diffCommands = []diffCommand{
 	{name: "realpath", flags: "eLmPqsz", long: []string{"relative-to=", "relative-base=", "canonicalize-existing", "no-symlinks"}},
 	{name: "strings", flags: "afw", takes: "ntTe", long: []string{"bytes=", "radix=", "encoding=", "all"}, values: []string{"4", "x", "s"}},
 	{name: "file", flags: "bcEhiklLNnprsvz0", takes: "efFmP", long: []string{"files-from=", "magic-file=", "separator=", "mime", "brief", "compile"}, values: []string{":", "name=10", "ascii"}},
-	{name: "find", flags: "", values: []string{"-name", "a*", "-type", "f", "-newer", "-delete", "-print", "-fprint", "-maxdepth", "1", "-L", "-H", "-files0-from"}},
+	{name: "find", flags: "", values: []string{"-name", "a*", "-type", "f", "-newer", "-delete", "-print", "-fprint", "-maxdepth", "1", "-L", "-H", "-files0-from", "-fls", "-fprint0", "-samefile", "-anewer", "-newermm", "--", "-"}},
 	{name: "jq", flags: "nrjacSCMe", takes: "f", long: []string{"from-file=", "slurp", "raw-output", "arg", "argjson", "rawfile", "slurpfile", "args", "jsonargs"}, values: []string{".", "x", "{}"}},
 	{name: "curl", flags: "sSfLIOJkv", takes: "oDcKbTdu", long: []string{"output=", "dump-header=", "cookie-jar=", "config=", "upload-file=", "data=", "output-dir=", "remote-name", "create-dirs", "stderr=", "trace=", "libcurl="}, values: []string{"file://FILE", "@f0", "@-", "x=1"}},
 }
