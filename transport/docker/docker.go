@@ -441,6 +441,14 @@ func removing(err error) bool {
 	return strings.Contains(err.Error(), "is already in progress")
 }
 
+// stopRaced reports Podman's refusal of a forced removal of a container that stopped while
+// it was being killed ("could not be stopped: sending SIGKILL …: container state improper:
+// stopped"): tried again, the removal finds it stopped and needs no kill.
+func stopRaced(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "could not be stopped") && strings.Contains(s, "container state improper")
+}
+
 // removeContainer removes a container and what it holds, whatever state it is in. When
 // another client (a second reaper, the engine's own auto-removal) is removing it already,
 // it returns once the container is gone, so that a caller counting it as removed is right.
@@ -448,6 +456,9 @@ func removing(err error) bool {
 // removal, so the container is looked for until it is gone (or ctx ends).
 func removeContainer(ctx context.Context, cli *client.Client, id string) error {
 	err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	for tries := 0; err != nil && stopRaced(err) && tries < 3; tries++ {
+		err = cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	}
 	if err == nil || cerrdefs.IsNotFound(err) {
 		return nil
 	}
