@@ -1,25 +1,19 @@
 package client_test
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/paddockhq/paddock/internal/peer"
 )
 
 // The Go client links the API's types and the error classes, and no other package of
 // Paddock's: a harness that speaks to a daemon does not carry the engine.
 func TestClientLinksNoEngine(t *testing.T) {
 	t.Parallel()
-	goBin, err := exec.LookPath("go")
-	if err != nil && os.Getenv("GOROOT") != "" {
-		goBin, err = filepath.Join(os.Getenv("GOROOT"), "bin", "go"), nil
-	}
-	if err != nil {
-		t.Fatalf("no go command on PATH or in $GOROOT/bin: %v", err)
-	}
+	goBin := peer.Go(t)
 	out, err := exec.Command(goBin, "list", "-deps", "github.com/paddockhq/paddock/client").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)

@@ -1,24 +1,18 @@
 package policy_test
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/paddockhq/paddock/internal/peer"
 )
 
 // The policy is pure decisions: neither it nor its tests reach a transport, Docker,
 // containerd, or the orchestrator that drives them (DESIGN.md, "The one architectural rule").
 func TestImportsNoTransport(t *testing.T) {
 	t.Parallel()
-	goBin, err := exec.LookPath("go")
-	if err != nil && os.Getenv("GOROOT") != "" {
-		goBin, err = filepath.Join(os.Getenv("GOROOT"), "bin", "go"), nil
-	}
-	if err != nil {
-		t.Fatalf("no go command on PATH or in $GOROOT/bin: %v", err)
-	}
+	goBin := peer.Go(t)
 	out, err := exec.Command(goBin, "list", "-deps", "-test", "github.com/paddockhq/paddock/policy").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)

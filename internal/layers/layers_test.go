@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/paddockhq/paddock/internal/peer"
 )
 
 const mod = "github.com/paddockhq/paddock/"
@@ -145,13 +147,7 @@ func violations(pkgs []pkg) []string {
 
 func listModule(t *testing.T) []pkg {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil && os.Getenv("GOROOT") != "" {
-		goBin, err = filepath.Join(os.Getenv("GOROOT"), "bin", "go"), nil
-	}
-	if err != nil {
-		t.Fatalf("no go command on PATH or in $GOROOT/bin: %v", err)
-	}
+	goBin := peer.Go(t)
 	cmd := exec.Command(goBin, "list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports,Dir", mod+"...")
 	out, err := cmd.Output()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -31,6 +32,20 @@ func Program(t testing.TB, name, pkg string) string {
 	p, err := exec.LookPath(name)
 	if err != nil {
 		Missing(t, "no %s on PATH (Debian package %s)", name, pkg)
+	}
+	return p
+}
+
+// Go returns the go command the test runs under: on PATH, else in $GOROOT/bin. Its absence
+// fails the test (a test of the module's own packages cannot be run without it).
+func Go(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("go")
+	if err != nil && os.Getenv("GOROOT") != "" {
+		p, err = filepath.Join(os.Getenv("GOROOT"), "bin", "go"), nil
+	}
+	if err != nil {
+		t.Fatalf("no go command on PATH or in $GOROOT/bin: %v", err)
 	}
 	return p
 }
