@@ -148,7 +148,7 @@ func violations(pkgs []pkg) []string {
 func listModule(t *testing.T) []pkg {
 	t.Helper()
 	goBin := peer.Go(t)
-	cmd := exec.Command(goBin, "list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports,Dir", mod+"...")
+	cmd := exec.Command(goBin, "list", "-json=ImportPath,Imports,TestImports,XTestImports,Dir", mod+"...")
 	out, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
