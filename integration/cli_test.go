@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/internal/peer"
 	"github.com/paddockhq/paddock/transport/docker"
 )
 
@@ -36,15 +36,13 @@ func paddockBinary(t testing.TB) string {
 		if binDir, binErr = os.MkdirTemp("", "paddock-cli-test-"); binErr != nil {
 			return
 		}
-		for _, cmd := range []string{"paddock", "paddock-kernel"} {
-			build := exec.Command("go", "build", "-o", filepath.Join(binDir, cmd), "./cmd/"+cmd)
-			build.Dir = repoRoot(t)
-			build.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := build.CombinedOutput(); err != nil {
-				binErr = fmt.Errorf("go build %s: %v\n%s", cmd, err, out)
-				return
-			}
+		// The CLI is built as this test binary is (with -race when it is), the kernel as
+		// the images build it: a cold run compiles no package graph for them alone.
+		root := repoRoot(t)
+		if binErr = peer.Build(root, "./cmd/paddock", filepath.Join(binDir, "paddock")); binErr != nil {
+			return
 		}
+		binErr = peer.BuildStatic(root, "./cmd/paddock-kernel", filepath.Join(binDir, "paddock-kernel"))
 	})
 	if binErr != nil {
 		t.Fatal(binErr)

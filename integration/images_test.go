@@ -19,6 +19,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/internal/peer"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/docker"
 	"github.com/paddockhq/paddock/transport/pathmap"
@@ -188,16 +189,15 @@ func TestPaddockDockerfile(t *testing.T) {
 		os.WriteFile(filepath.Join(bctx, f), b, 0o644)
 	}
 	os.WriteFile(filepath.Join(bctx, "stray.txt"), []byte("not for the image"), 0o644)
-	bin := filepath.Dir(paddockBinary(t))
-	for _, cmd := range []string{"paddock", "paddock-kernel"} {
-		b, err := os.ReadFile(filepath.Join(bin, cmd))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.MkdirAll(filepath.Join(bctx, "dist"), 0o755)
-		if err := os.WriteFile(filepath.Join(bctx, "dist", cmd), b, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	// The two static binaries the Dockerfile copies: the CLI compiled as this test binary
+	// is (with -race when it is) but linked statically, so that it needs no package
+	// compiled for it alone.
+	os.MkdirAll(filepath.Join(bctx, "dist"), 0o755)
+	if err := peer.BuildStaticLike(root, "./cmd/paddock", filepath.Join(bctx, "dist", "paddock")); err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.BuildStatic(root, "./cmd/paddock-kernel", filepath.Join(bctx, "dist", "paddock-kernel")); err != nil {
+		t.Fatal(err)
 	}
 	ref := randomName("paddock-image-test-") + ":1"
 	t.Cleanup(func() { images.Remove(context.Background(), cli, ref) })

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddockhq/paddock/internal/peer"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/docker"
@@ -198,10 +198,8 @@ func writeSetIDArchive(t *testing.T, path string) {
 func attackProgram(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "setid-attack")
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/setid")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build testdata/setid: %v\n%s", err, out)
+	if err := peer.BuildStatic(".", "./testdata/setid", bin); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

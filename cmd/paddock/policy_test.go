@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/paddockhq/paddock/images"
+	"github.com/paddockhq/paddock/internal/peer"
 	"github.com/paddockhq/paddock/internal/place"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -24,12 +25,9 @@ import (
 func buildPaddock(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "paddock")
-	// Built as the integration suite builds it (CGO_ENABLED=0), so that a cold run compiles
-	// its dependencies once for both rather than once each.
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	// Built as this test binary is, so that a cold run compiles no dependency for it alone.
+	if err := peer.Build(".", ".", bin); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

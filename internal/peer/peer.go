@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 )
 
@@ -40,12 +39,9 @@ func Program(t testing.TB, name, pkg string) string {
 // fails the test (a test of the module's own packages cannot be run without it).
 func Go(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("go")
-	if err != nil && os.Getenv("GOROOT") != "" {
-		p, err = filepath.Join(os.Getenv("GOROOT"), "bin", "go"), nil
-	}
+	p, err := goCommand()
 	if err != nil {
-		t.Fatalf("no go command on PATH or in $GOROOT/bin: %v", err)
+		t.Fatal(err)
 	}
 	return p
 }

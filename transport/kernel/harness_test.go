@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddockhq/paddock/internal/peer"
 	"github.com/paddockhq/paddock/transport/wire"
 )
 
@@ -31,10 +32,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	kernelBin = filepath.Join(dir, "paddock-kernel")
-	build := exec.Command("go", "build", "-o", kernelBin, "github.com/paddockhq/paddock/cmd/paddock-kernel")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building paddock-kernel: %v\n%s", err, out)
+	if err := peer.BuildStatic(".", "github.com/paddockhq/paddock/cmd/paddock-kernel", kernelBin); err != nil {
+		fmt.Fprintf(os.Stderr, "building paddock-kernel: %v\n", err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}

@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddockhq/paddock/internal/peer"
 )
 
 // childEnv marks the test binary run as a guarded child: TestGuardedChild then makes the
@@ -24,10 +26,8 @@ const childEnv = "PADDOCK_SETID_CHILD"
 func guardProgram(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "guard")
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/guard")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build testdata/guard: %v\n%s", err, out)
+	if err := peer.BuildStatic(".", "./testdata/guard", bin); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
