@@ -26,11 +26,13 @@ func TestClusterDownBeforeUp(t *testing.T) {
 	t.Cleanup(func() { exec.Command(ip, "netns", "delete", ns).Run() })
 	kubelet := filepath.Join("/var/lib/kubelet", randomName("paddock-down-test-"))
 	if _, err := os.Stat("/var/lib/kubelet"); err == nil {
-		kubelet = "" // a kubelet of the machine's own: not touched by the test
+		kubelet = "" // a kubelet's own: not touched by the test
 	} else if err := os.MkdirAll(kubelet, 0o700); err != nil {
 		t.Fatal(err)
 	} else {
-		t.Cleanup(func() { os.RemoveAll("/var/lib/kubelet") })
+		// Its own directory, then /var/lib/kubelet if empty: the test cluster's kubelet,
+		// running beside the tests, may have made it since.
+		t.Cleanup(func() { os.Remove(kubelet); os.Remove("/var/lib/kubelet") })
 	}
 
 	state := t.TempDir()
