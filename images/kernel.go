@@ -172,6 +172,8 @@ func (k *Kernels) build(ctx context.Context, arch string) (string, error) {
 		return "", err
 	}
 	tmp := out + ".tmp"
+	// The tests' static programs are built with these flags too (internal/peer.BuildStatic),
+	// so that they share one compiled standard library with the kernel: keep the two the same.
 	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, "./cmd/paddock-kernel")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)

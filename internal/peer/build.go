@@ -15,29 +15,32 @@ import (
 // cold run compiles the module's dependencies once rather than once for the tests and once
 // more for the programs they run; and a race in the program is reported as one in the tests.
 func Build(dir, pkg, out string) error {
-	var flags []string
-	if raceEnabled {
-		flags = append(flags, "-race")
-	}
-	return goBuild(dir, pkg, out, flags, nil)
+	return goBuild(dir, pkg, out, testFlags(), nil)
 }
 
 // BuildStaticLike compiles pkg as Build does, linked statically: a program for an empty
 // image (FROM scratch) that still shares every compiled package with the tests (linking is
 // not compiling). With cgo, as the race detector needs, the C library is linked in.
 func BuildStaticLike(dir, pkg, out string) error {
-	var flags []string
-	if os.Getenv("CGO_ENABLED") != "0" {
+	flags := testFlags()
+	if os.Getenv("CGO_ENABLED") != "0" { // without cgo the linker's own output is static
 		flags = append(flags, "-ldflags=-linkmode=external -extldflags=-static")
-	}
-	if raceEnabled {
-		flags = append(flags, "-race")
 	}
 	return goBuild(dir, pkg, out, flags, nil)
 }
 
+// testFlags are the build flags the calling test binary was compiled with that change what
+// is compiled.
+func testFlags() []string {
+	if raceEnabled {
+		return []string{"-race"}
+	}
+	return nil
+}
+
 // BuildStatic compiles pkg into a static program (no cgo), one that runs in an empty
-// container, with the flags the kernel images are built with (images.Kernels), so that
+// container, with the flags the kernel images are built with (images.Kernels.build: keep
+// the two the same), so that
 // every static program of the tests shares one compiled standard library with the kernel.
 func BuildStatic(dir, pkg, out string) error {
 	return goBuild(dir, pkg, out, []string{"-trimpath", "-ldflags=-s -w"}, []string{"CGO_ENABLED=0"})
