@@ -69,7 +69,7 @@ func TestPolicyCorpus(t *testing.T) {
 		}
 		for _, row := range rows {
 			cmd := exec.Command(bin, "policy", "check", "--json", "--", row.Command)
-			cmd.Dir, cmd.Env = ws, policytest.CorpusEnv(ws)
+			cmd.Dir, cmd.Env = ws, append(policytest.CorpusEnv(ws), peer.Env()...)
 			out, err := cmd.Output()
 			if err != nil {
 				t.Errorf("%s:%d: %q: %v", file, row.Line, row.Command, err)
@@ -226,6 +226,7 @@ func TestPolicyCheckAgreesWithRun(t *testing.T) {
 			os.MkdirAll(filepath.Join(state, "paddock"), 0o700)
 			os.WriteFile(place.AuditFile(filepath.Join(state, "paddock")), nil, 0o600)
 			env := append(policytest.CorpusEnv(ws), "XDG_CONFIG_HOME="+conf, "XDG_STATE_HOME="+state, "PADDOCK_KERNEL="+kernel)
+			env = append(env, peer.Env()...)
 			check := exec.Command(bin, "policy", "check", "--json", "--", row.Command)
 			check.Dir, check.Env = ws, env
 			out, err := check.Output()
