@@ -123,6 +123,105 @@ func TestKubernetesSync(t *testing.T) {
 	podGone(t, ctx, c, pod)
 }
 
+// A synced session whose kernel is killed from inside its pod (a step of the agent's): the
+// pod's tree comes back as the kernel ends, and no second pod is started on the host's copy
+// (one was, the copy bound into it as a hostPath: on a cluster of many nodes a directory of
+// whatever node it ran on, on this one a live bind of the host's copy); the next step fails
+// as gone, and closing hands back what the first pod made. No pod is left.
+func TestKubernetesSyncKernelKilled(t *testing.T) {
+	c := k8sCluster(t)
+	kernelBinary(t)
+	ctx := testContext(t)
+	ws := k8sWorkspace(t)
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache) // where the sync's copy is kept
+	l := k8sSettings(t, c, ws, map[string]any{"kernelTransport.kubernetes.sync": true})
+	loc, err := front.Open(ctx, session.Options{Workspace: ws, Settings: l}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			loc.Close()
+		}
+	})
+	res, err := loc.Session.Bash(ctx, `echo one > a.txt; cat /proc/sys/kernel/hostname`)
+	if err != nil || res.End.Status != 0 {
+		t.Fatalf("%v %s", err, res)
+	}
+	pod := strings.TrimSpace(res.Steps[1].Stdout.Text)
+	loc.Session.Bash(ctx, `sh -c 'kill -9 $PPID'`) // the kernel ends under its own step
+	res, err = loc.Session.Bash(ctx, `echo two > b.txt`)
+	if err != nil || res.End.Kind != "failed" || !strings.Contains(res.End.Message, pod+" is gone") || len(res.Steps) != 0 {
+		t.Errorf("a step after the synced kernel ended: %v %s (%+v)", err, res, res.End)
+	}
+	// No pod of the namespace binds anything of the host's cache, where the copy is.
+	pods, err := c.Client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, v := range p.Spec.Volumes {
+			if v.HostPath != nil && strings.HasPrefix(v.HostPath.Path, cache) {
+				t.Errorf("pod %s binds the host's %s", p.Name, v.HostPath.Path)
+			}
+		}
+	}
+	rep, err := loc.Close()
+	closed = true
+	if err != nil {
+		t.Fatalf("the hand-back: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "a.txt")); err != nil || string(b) != "one\n" {
+		t.Errorf("a.txt, made in the pod: %q %v (report %+v)", b, err, rep)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "b.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("b.txt, of a step that never ran: %v", err)
+	}
+	podGone(t, ctx, c, pod)
+}
+
+// A pod's tree that tar cannot read whole (files its user made unreadable, each a line of
+// tar's complaint): the hand-back fails, says so, and keeps the copy sent; what the pod said
+// reaches the error by its end alone (the whole of it was kept, as long as the pod made it).
+func TestKubernetesSyncUnreadableTree(t *testing.T) {
+	c := k8sCluster(t)
+	kernelBinary(t)
+	ctx := testContext(t)
+	ws := k8sWorkspace(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	l := k8sSettings(t, c, ws, map[string]any{"kernelTransport.kubernetes.sync": true})
+	loc, err := front.Open(ctx, session.Options{Workspace: ws, Settings: l}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			loc.Close()
+		}
+	})
+	// 400 files of 200-byte names: tar's complaints, some 100 KB.
+	res, err := loc.Session.Bash(ctx, `mkdir d && cd d && n=$(printf '%0200d' 0) && for i in $(seq 400); do echo x > $i$n; done && chmod 000 * && cat /proc/sys/kernel/hostname`)
+	if err != nil || res.End.Status != 0 {
+		t.Fatalf("%v %s", err, res)
+	}
+	pod := strings.TrimSpace(res.Steps[len(res.Steps)-1].Stdout.Text)
+	_, err = loc.Close()
+	closed = true
+	if !errors.Is(err, kubernetes.ErrNotFetched) {
+		t.Fatalf("the hand-back of an unreadable tree: %v", err)
+	}
+	if n := len(err.Error()); n > 8<<10 {
+		t.Errorf("the hand-back's error is %d bytes: the pod's words are kept whole", n)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "d")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("d, of a tree that did not come back, is in the parent: %v", err)
+	}
+	podGone(t, ctx, c, pod)
+}
+
 // kernelImage builds an image holding the kernel at /paddock-kernel and busybox as cp (or,
 // with noKernel, cp alone), and imports it into the cluster's containerd; it is removed from
 // both at the end.

@@ -76,6 +76,11 @@ func ReadTree(r io.Reader, root, from string) error {
 		t    time.Time
 	}
 	var times []stamp
+	type perm struct {
+		path string
+		mode fs.FileMode
+	}
+	var perms []perm // directories' modes, set last (not deferred: one defer a directory grows without bound)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -108,7 +113,7 @@ func ReadTree(r io.Reader, root, from string) error {
 				return fmt.Errorf("%s names %q as a directory and as something else", from, h.Name)
 			}
 			dirs[name] = true
-			defer os.Chmod(p, mode|0o700)
+			perms = append(perms, perm{p, mode | 0o700})
 		case tar.TypeReg:
 			f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 			if err != nil {
@@ -131,7 +136,10 @@ func ReadTree(r io.Reader, root, from string) error {
 		}
 		times = append(times, stamp{p, h.ModTime})
 	}
-	// Times last, a directory's after what was made in it.
+	// Modes and times last, a directory's after what was made in it.
+	for i := len(perms) - 1; i >= 0; i-- {
+		os.Chmod(perms[i].path, perms[i].mode)
+	}
 	for i := len(times) - 1; i >= 0; i-- {
 		os.Chtimes(times[i].path, times[i].t, times[i].t)
 	}

@@ -159,7 +159,16 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 		defer cancel()
 	}
 	s := t.Settings
-	sync := t.Sync.claim()
+	sync, err := t.Sync.claim()
+	if err != nil {
+		return nil, err
+	}
+	ok := false // the kernel runs
+	defer func() {
+		if !ok {
+			sync.release()
+		}
+	}()
 	if sync != nil {
 		s.syncCopy = sync.Copy()
 	}
@@ -190,7 +199,7 @@ func (t *Transport) Start(ctx context.Context, spec transport.Spec) (transport.K
 	if err != nil {
 		return nil, err
 	}
-	ok := false
+	sync.hold(name)
 	defer func() {
 		if !ok {
 			t.delete(name)

@@ -33,9 +33,10 @@ type Sync struct {
 	Dir string // the local workspace directory: base, copy, manifest
 
 	mu      sync.Mutex
-	claimed bool  // a kernel's pod has it
-	fetched bool  // the pod's tree came back into the copy
-	lost    error // why it did not
+	claimed bool   // a kernel's pod has it
+	pod     string // the pod that has (had) it, once it runs
+	fetched bool   // the pod's tree came back into the copy
+	lost    error  // why it did not
 	ended   bool
 }
 
@@ -68,18 +69,43 @@ func (s *Sync) PathMap() *pathmap.Map {
 	return pm
 }
 
-// claim gives the sync to the first kernel that asks; nil after, or for no sync.
-func (s *Sync) claim() *Sync {
+// claim gives the sync to the kernel about to start; nil for no sync. The workspace lives in
+// one pod: once a kernel's pod has had it, no other kernel starts with it (the host's copy is
+// not the workspace any more, and the pod's tree comes back only at its kernel's end), and a
+// second claim is a PodGoneError. Never may a second pod fall back to the copy as a host
+// path of its own.
+func (s *Sync) claim() (*Sync, error) {
 	if s == nil {
-		return nil
+		return nil, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.claimed {
-		return nil
+		return nil, &PodGoneError{Pod: s.pod, Reason: "it held the synced workspace, which lives in one pod: no other kernel starts with it"}
 	}
 	s.claimed = true
-	return s
+	return s, nil
+}
+
+// hold records the pod that has the sync (none for no sync).
+func (s *Sync) hold(pod string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.pod = pod
+	s.mu.Unlock()
+}
+
+// release gives the sync back after a start that failed before its kernel ran: the pod is
+// deleted and the host's copy is still the workspace, so another kernel may have it.
+func (s *Sync) release() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.claimed, s.pod = false, ""
+	s.mu.Unlock()
 }
 
 // ErrNotFetched is the error of a hand-back whose pod's tree never came back.
@@ -112,7 +138,7 @@ func (t *Transport) send(ctx context.Context, pod string, s *Sync) error {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(tarx.WriteTree(pw, s.Copy(), tarx.TreeOptions{AnyUser: true, Plain: true})) }()
 	defer pr.Close()
-	var stderr strings.Builder
+	var stderr tail // the pod's words are its own, and as long as it likes: their end only
 	ex, err := t.executor(pod, []string{"tar", "-x", "-f", "-", "-C", SyncDir}, true)
 	if err != nil {
 		return err
@@ -152,7 +178,7 @@ func (t *Transport) fetchInto(ctx context.Context, pod string, s *Sync) error {
 		pr.CloseWithError(err)
 		got <- err
 	}()
-	var stderr strings.Builder
+	var stderr tail // a tree of unreadable files makes tar say so once a file: their end only
 	ex, err := t.executor(pod, []string{"tar", "-c", "-f", "-", "-C", SyncDir, "."}, false)
 	if err != nil {
 		pw.Close()
