@@ -203,7 +203,23 @@ func checkKubernetes(ctx context.Context, k config.Kubernetes) Check {
 		c.Fix = "bind this Role to the user (kubectl apply -f -, then a RoleBinding):\n" + kubernetes.Role(ns)
 		return c
 	}
-	c.OK = true
 	c.Detail += "; this user may make pods and exec into them there"
+	// A pod's network is the cluster's, out of the egress gate's reach: a NetworkPolicy
+	// is what confines it. Reading them is no permission of the transport's.
+	switch confined, err := kubernetes.Confined(ctx, cli, ns); {
+	case apierrors.IsForbidden(err):
+		c.Detail += "; the pods' network not checked (this user may not list networkpolicies)"
+	case err != nil:
+		c.Detail += "; the pods' network not checked: " + oneLine(err)
+	case !confined:
+		c.Detail += "; no NetworkPolicy confines the pods' network: a sandbox reaches what the pod network reaches " +
+			"(other pods, the API server, a cloud's metadata service), and Paddock's egress rules do not apply in a pod"
+		c.Fix = "apply this NetworkPolicy (kubectl apply -f -; the cluster's network plugin must enforce it), " +
+			"or one that lets the sandboxes reach only what they need:\n" + kubernetes.NetworkPolicy(ns)
+		return c
+	default:
+		c.Detail += "; a NetworkPolicy confines the pods' network"
+	}
+	c.OK = true
 	return c
 }
