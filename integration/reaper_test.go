@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 
+	"github.com/paddockhq/paddock/internal/peer"
 	"github.com/paddockhq/paddock/transport"
 	"github.com/paddockhq/paddock/transport/docker"
 	"github.com/paddockhq/paddock/transport/environ"
@@ -241,5 +242,51 @@ func TestOnceKernelEndsWithItsHost(t *testing.T) {
 	}
 	if ids, err := docker.SessionContainers(ctx, cli, dead); err != nil || len(ids) != 0 {
 		t.Fatalf("after the reap the dead host's session still has containers %v, %v", ids, err)
+	}
+}
+
+// A host in another pid namespace of this machine and boot (a daemon in a container of its
+// own that shares the machine's hostname and identity): its live session's container is not
+// for the reaper here to judge. Its pid (1 in its namespace) names another process here,
+// started at another time, so the reap removed it from under its live host before hosts
+// said which pid namespace their pid is of.
+func TestReaperSparesAnotherPIDNamespace(t *testing.T) {
+	cli := engine(t)
+	img := hostImage(t, cli)
+	unshare := peer.Program(t, "unshare", "util-linux")
+	ctx := testContext(t)
+	live := randomName("reaper-pidns-")
+	t.Cleanup(func() { removeSession(cli, live) })
+	host := exec.Command(unshare, "--pid", "--kill-child", "--mount-proc", os.Args[0], "-test.run=^$")
+	host.Env = append(os.Environ(), hostModeEnv+"="+live, hostImageEnv+"="+img, hostKernelEnv+"="+kernelBinary(t), hostWorkdirEnv+"="+t.TempDir())
+	out, err := host.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("the host process said %q, %v", line, err)
+	}
+	ids, err := docker.SessionContainers(ctx, cli, live)
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("the live host's session has containers %v, %v; want one", ids, err)
+	}
+	info, err := cli.ContainerInspect(ctx, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := docker.HostLabels()[docker.LabelPIDNS]
+	if l := info.Config.Labels; l[docker.LabelPID] != "1" || l[docker.LabelPIDNS] == "" || l[docker.LabelPIDNS] == ours || l[docker.LabelMachine] != docker.HostLabels()[docker.LabelMachine] {
+		t.Fatalf("the host in its own pid namespace labelled its container %v (this namespace: %s)", l, ours)
+	}
+	if _, err := docker.Reap(ctx, cli); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := docker.SessionContainers(ctx, cli, live); err != nil || len(ids) != 1 {
+		t.Fatalf("after a reap here the live host's session has containers %v, %v; want its own", ids, err)
 	}
 }

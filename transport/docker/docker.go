@@ -481,7 +481,7 @@ func removeContainer(ctx context.Context, cli *client.Client, id string) error {
 
 // self returns the reaper's view of this process's machine.
 func self() Owner {
-	return Owner{Machine: machineID(), Boot: bootID(), Alive: alive, Waiting: func(dir string) bool {
+	return Owner{Machine: machineID(), Boot: bootID(), PIDNS: pidNS(), Alive: alive, Waiting: func(dir string) bool {
 		fi, err := os.Stat(dir)
 		return err == nil && fi.IsDir()
 	}}
@@ -495,7 +495,22 @@ func selfLabels() map[string]string {
 		LabelBoot:    bootID(),
 		LabelPID:     strconv.Itoa(pid),
 		LabelStart:   startTime(pid),
+		LabelPIDNS:   pidNS(),
 	}
+}
+
+// pidNS is this process's pid namespace, as its inode number, or "" when it cannot be read.
+func pidNS() string {
+	l, err := os.Readlink("/proc/self/ns/pid") // pid:[4026531836]
+	if err != nil {
+		return ""
+	}
+	n, ok := strings.CutPrefix(l, "pid:[")
+	n, ok2 := strings.CutSuffix(n, "]")
+	if !ok || !ok2 {
+		return ""
+	}
+	return n
 }
 
 func machineID() string {

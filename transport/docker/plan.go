@@ -66,6 +66,9 @@ const (
 	LabelBoot    = "paddock.boot"    // the machine's boot, so a container of an earlier boot is told apart
 	LabelPID     = "paddock.pid"     // the host process's pid
 	LabelStart   = "paddock.start"   // the host process's start time, so a reused pid is told apart
+	// LabelPIDNS is the host process's pid namespace: a pid means something only in its own,
+	// and two hosts in containers of one machine (one hostname, one boot) are in two.
+	LabelPIDNS = "paddock.pidns"
 	// LabelListen is the host directory a listening kernel's socket is in: while it is
 	// there, a new host may reattach, and the reaper spares the container.
 	LabelListen = "paddock.listen"

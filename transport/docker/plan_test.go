@@ -118,7 +118,7 @@ func TestPlanExtraMounts(t *testing.T) {
 
 func TestLeftover(t *testing.T) {
 	alive := map[int]string{10: "500"}
-	o := Owner{Machine: "m", Boot: "b", Alive: func(pid int, start string) bool {
+	o := Owner{Machine: "m", Boot: "b", PIDNS: "6", Alive: func(pid int, start string) bool {
 		s, ok := alive[pid]
 		return ok && (start == "" || s == start)
 	}, Waiting: func(dir string) bool { return dir == "/state/s1/kernel" }}
@@ -138,6 +138,14 @@ func TestLeftover(t *testing.T) {
 		{map[string]string{LabelManaged: "1", LabelMachine: "m", LabelBoot: "b", LabelPID: "11", LabelListen: "/state/s1/kernel"}, false},
 		{map[string]string{LabelManaged: "1", LabelMachine: "m", LabelBoot: "b", LabelPID: "11", LabelListen: "/state/s2/kernel"}, true},
 		{map[string]string{LabelManaged: "1", LabelMachine: "m", LabelBoot: "a", LabelPID: "11", LabelListen: "/state/s1/kernel"}, true},
+		// A host in another container of this machine and boot (one hostname with the host's
+		// network): its pid is not this pid namespace's, whatever runs here under it.
+		{map[string]string{LabelManaged: "1", LabelMachine: "m", LabelBoot: "b", LabelPIDNS: "7", LabelPID: "11", LabelStart: "500"}, false},
+		{map[string]string{LabelManaged: "1", LabelMachine: "m", LabelBoot: "b", LabelPIDNS: "7", LabelPID: "10", LabelStart: "499"}, false},
+		{map[string]string{LabelManaged: "1", LabelMachine: "m", LabelBoot: "b", LabelPIDNS: "7", LabelPID: "11", LabelListen: "/state/s2/kernel"}, false},
+		{map[string]string{LabelManaged: "1", LabelMachine: "m", LabelBoot: "b", LabelPIDNS: "6", LabelPID: "11", LabelStart: "500"}, true}, // this one's: pid gone
+		{map[string]string{LabelManaged: "1", LabelMachine: "m", LabelBoot: "b", LabelPIDNS: "6", LabelPID: "10", LabelStart: "500"}, false},
+		{map[string]string{LabelManaged: "1", LabelMachine: "m", LabelBoot: "a", LabelPIDNS: "7", LabelPID: "10"}, true}, // an earlier boot: every namespace of it is gone
 	} {
 		if got := Leftover(tc.labels, o); got != tc.want {
 			t.Errorf("Leftover(%v) = %v, want %v", tc.labels, got, tc.want)

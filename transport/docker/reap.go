@@ -10,6 +10,7 @@ import "strconv"
 type Owner struct {
 	Machine string
 	Boot    string
+	PIDNS   string // the pid namespace its pids are of
 	// Alive reports whether the process pid, started at start (as /proc says), runs.
 	Alive func(pid int, start string) bool
 	// Waiting reports whether a listening kernel's directory is still there: its owner's
@@ -19,16 +20,22 @@ type Owner struct {
 
 // Leftover reports whether a container with these labels belongs to a host process that
 // died: it is Paddock's, of this machine, and of an earlier boot, or its host process is gone
-// (its pid does not run, or runs a process started at another time) and, when its kernel
-// listens, the directory it listens in is gone. A container of another
-// machine, or without its host's labels, is never a leftover: its owner cannot be judged
-// from here.
+// (its pid, of this pid namespace, does not run, or runs a process started at another time)
+// and, when its kernel listens, the directory it listens in is gone. A container of another
+// machine, of another pid namespace of this boot, or without its host's labels, is never a
+// leftover: its owner cannot be judged from here.
 func Leftover(labels map[string]string, o Owner) bool {
 	if labels[LabelManaged] != "1" || o.Machine == "" || labels[LabelMachine] != o.Machine {
 		return false
 	}
 	if b := labels[LabelBoot]; b != "" && o.Boot != "" && b != o.Boot {
 		return true
+	}
+	// A host of another pid namespace (another container on this machine and boot): its pid
+	// and its directory are not this one's to look up. (A container labelled before hosts
+	// said theirs is judged as before.)
+	if n := labels[LabelPIDNS]; n != "" && n != o.PIDNS {
+		return false
 	}
 	if d := labels[LabelListen]; d != "" && o.Waiting != nil && o.Waiting(d) {
 		return false
