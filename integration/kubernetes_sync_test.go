@@ -135,17 +135,7 @@ func TestKubernetesSyncKernelKilled(t *testing.T) {
 	ws := k8sWorkspace(t)
 	cache := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache) // where the sync's copy is kept
-	l := k8sSettings(t, c, ws, map[string]any{"kernelTransport.kubernetes.sync": true})
-	loc, err := front.Open(ctx, session.Options{Workspace: ws, Settings: l}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			loc.Close()
-		}
-	})
+	loc := openSynced(t, ctx, c, ws)
 	res, err := loc.Session.Bash(ctx, `echo one > a.txt; cat /proc/sys/kernel/hostname`)
 	if err != nil || res.End.Status != 0 {
 		t.Fatalf("%v %s", err, res)
@@ -169,7 +159,6 @@ func TestKubernetesSyncKernelKilled(t *testing.T) {
 		}
 	}
 	rep, err := loc.Close()
-	closed = true
 	if err != nil {
 		t.Fatalf("the hand-back: %v", err)
 	}
@@ -191,17 +180,7 @@ func TestKubernetesSyncUnreadableTree(t *testing.T) {
 	ctx := testContext(t)
 	ws := k8sWorkspace(t)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	l := k8sSettings(t, c, ws, map[string]any{"kernelTransport.kubernetes.sync": true})
-	loc, err := front.Open(ctx, session.Options{Workspace: ws, Settings: l}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			loc.Close()
-		}
-	})
+	loc := openSynced(t, ctx, c, ws)
 	// 400 files of 200-byte names: tar's complaints, some 100 KB.
 	res, err := loc.Session.Bash(ctx, `mkdir d && cd d && n=$(printf '%0200d' 0) && for i in $(seq 400); do echo x > $i$n; done && chmod 000 * && cat /proc/sys/kernel/hostname`)
 	if err != nil || res.End.Status != 0 {
@@ -209,7 +188,6 @@ func TestKubernetesSyncUnreadableTree(t *testing.T) {
 	}
 	pod := strings.TrimSpace(res.Steps[len(res.Steps)-1].Stdout.Text)
 	_, err = loc.Close()
-	closed = true
 	if !errors.Is(err, kubernetes.ErrNotFetched) {
 		t.Fatalf("the hand-back of an unreadable tree: %v", err)
 	}
@@ -220,6 +198,19 @@ func TestKubernetesSyncUnreadableTree(t *testing.T) {
 		t.Errorf("d, of a tree that did not come back, is in the parent: %v", err)
 	}
 	podGone(t, ctx, c, pod)
+}
+
+// openSynced opens a session on the cluster with ws synced into its pod, closed at the
+// test's end if the test has not closed it (Close is once).
+func openSynced(t *testing.T, ctx context.Context, c cluster, ws string) *front.Local {
+	t.Helper()
+	l := k8sSettings(t, c, ws, map[string]any{"kernelTransport.kubernetes.sync": true})
+	loc, err := front.Open(ctx, session.Options{Workspace: ws, Settings: l}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { loc.Close() })
+	return loc
 }
 
 // kernelImage builds an image holding the kernel at /paddock-kernel and busybox as cp (or,

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
@@ -293,18 +292,10 @@ func testPoolHostKilled(t *testing.T, be poolBackend) {
 	ctx := testContext(t)
 	host := exec.Command(os.Args[0], "-test.run=^$")
 	host.Env = append(append(os.Environ(), be.hostEnv...), poolHostEnv+"=3", poolHostKernelEnv+"="+kernelBinary(t), poolHostWorkEnv+"="+t.TempDir())
-	out, err := host.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := host.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	word, session, _ := strings.Cut(strings.TrimSpace(line), " ")
-	if err != nil || word != "ready" {
-		t.Fatalf("the host process said %q, %v", line, err)
+	line := startHost(t, host)
+	word, session, _ := strings.Cut(line, " ")
+	if word != "ready" {
+		t.Fatalf("the host process said %q", line)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
