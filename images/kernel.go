@@ -138,6 +138,11 @@ func (k *Kernels) find(ctx context.Context, arch string) (string, error) {
 	return "", e
 }
 
+// StaticBuildFlags are the go build flags of the kernel (with CGO_ENABLED=0): the tests
+// build their static programs with them too (internal/peer.BuildStatic), so that all share
+// one compiled standard library with the kernel.
+var StaticBuildFlags = []string{"-trimpath", "-ldflags=-s -w"}
+
 // build compiles the kernel from source into the cache, keyed by a hash of the sources, so an
 // unchanged tree reuses the binary and a changed one gets a new one.
 func (k *Kernels) build(ctx context.Context, arch string) (string, error) {
@@ -172,9 +177,8 @@ func (k *Kernels) build(ctx context.Context, arch string) (string, error) {
 		return "", err
 	}
 	tmp := out + ".tmp"
-	// The tests' static programs are built with these flags too (internal/peer.BuildStatic),
-	// so that they share one compiled standard library with the kernel: keep the two the same.
-	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, "./cmd/paddock-kernel")
+	args := append(append([]string{"build"}, StaticBuildFlags...), "-o", tmp, "./cmd/paddock-kernel")
+	cmd := exec.CommandContext(ctx, goBin, args...)
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	var stderr bytes.Buffer

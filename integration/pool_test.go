@@ -17,6 +17,7 @@ import (
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 
+	"github.com/paddockhq/paddock/internal/peer"
 	"github.com/paddockhq/paddock/orchestrator"
 	"github.com/paddockhq/paddock/pool"
 	"github.com/paddockhq/paddock/transport"
@@ -292,7 +293,7 @@ func testPoolHostKilled(t *testing.T, be poolBackend) {
 	ctx := testContext(t)
 	host := exec.Command(os.Args[0], "-test.run=^$")
 	host.Env = append(append(os.Environ(), be.hostEnv...), poolHostEnv+"=3", poolHostKernelEnv+"="+kernelBinary(t), poolHostWorkEnv+"="+t.TempDir())
-	line := startHost(t, host)
+	line := peer.StartHost(t, host)
 	word, session, _ := strings.Cut(line, " ")
 	if word != "ready" {
 		t.Fatalf("the host process said %q", line)

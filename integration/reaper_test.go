@@ -1,14 +1,12 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -160,7 +158,7 @@ func deadHost(t *testing.T, cli *client.Client, img string, env []string) string
 	t.Cleanup(func() { removeSession(cli, dead) })
 	host := exec.Command(os.Args[0], "-test.run=^$")
 	host.Env = append(append(os.Environ(), env...), hostModeEnv+"="+dead, hostImageEnv+"="+img, hostKernelEnv+"="+kernelBinary(t), hostWorkdirEnv+"="+t.TempDir())
-	if line := startHost(t, host); line != "ready" {
+	if line := peer.StartHost(t, host); line != "ready" {
 		t.Fatalf("the host process said %q", line)
 	}
 	if ids, err := docker.SessionContainers(ctx, cli, dead); err != nil || len(ids) != 1 {
@@ -197,7 +195,7 @@ func TestOnceKernelEndsWithItsHost(t *testing.T) {
 	host := exec.Command(os.Args[0], "-test.run=^$")
 	host.Env = append(os.Environ(), hostModeEnv+"="+dead, hostImageEnv+"="+img, hostKernelEnv+"="+kernel,
 		hostWorkdirEnv+"="+t.TempDir(), hostOnceEnv+"="+t.TempDir())
-	if line := startHost(t, host); line != "ready" {
+	if line := peer.StartHost(t, host); line != "ready" {
 		t.Fatalf("the host process said %q", line)
 	}
 	ids, err := docker.SessionContainers(ctx, cli, dead)
@@ -241,7 +239,7 @@ func TestReaperSparesAnotherPIDNamespace(t *testing.T) {
 	t.Cleanup(func() { removeSession(cli, live) })
 	host := exec.Command(unshare, "--pid", "--kill-child", "--mount-proc", os.Args[0], "-test.run=^$")
 	host.Env = append(os.Environ(), hostModeEnv+"="+live, hostImageEnv+"="+img, hostKernelEnv+"="+kernelBinary(t), hostWorkdirEnv+"="+t.TempDir())
-	if line := startHost(t, host); line != "ready" {
+	if line := peer.StartHost(t, host); line != "ready" {
 		t.Fatalf("the host process said %q", line)
 	}
 	ids, err := docker.SessionContainers(ctx, cli, live)
@@ -262,21 +260,4 @@ func TestReaperSparesAnotherPIDNamespace(t *testing.T) {
 	if ids, err := docker.SessionContainers(ctx, cli, live); err != nil || len(ids) != 1 {
 		t.Fatalf("after a reap here the live host's session has containers %v, %v; want its own", ids, err)
 	}
-}
-
-// startHost starts host, a host process (of the test binary, most often), killed at the
-// test's end, and returns the first line it prints once it is ready, trimmed ("" if it
-// printed none).
-func startHost(t *testing.T, host *exec.Cmd) string {
-	t.Helper()
-	out, err := host.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := host.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	return strings.TrimSpace(line)
 }

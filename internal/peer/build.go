@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/paddockhq/paddock/images"
 )
 
 // Build compiles the package pkg (a directory relative to dir, or an import path) into the
@@ -39,11 +41,10 @@ func testFlags() []string {
 }
 
 // BuildStatic compiles pkg into a static program (no cgo), one that runs in an empty
-// container, with the flags the kernel images are built with (images.Kernels.build: keep
-// the two the same), so that
-// every static program of the tests shares one compiled standard library with the kernel.
+// container, with the kernel's flags (images.StaticBuildFlags), so that every static
+// program of the tests shares one compiled standard library with the kernel.
 func BuildStatic(dir, pkg, out string) error {
-	return goBuild(dir, pkg, out, []string{"-trimpath", "-ldflags=-s -w"}, []string{"CGO_ENABLED=0"})
+	return goBuild(dir, pkg, out, images.StaticBuildFlags, []string{"CGO_ENABLED=0"})
 }
 
 func goBuild(dir, pkg, out string, flags, env []string) error {

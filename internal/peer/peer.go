@@ -5,9 +5,11 @@
 package peer
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -44,4 +46,21 @@ func Go(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// StartHost starts host, a host process (the test binary run in a mode of its own, most
+// often), killed at the test's end, and returns the first line it prints once it is ready,
+// trimmed ("" if it printed none).
+func StartHost(t testing.TB, host *exec.Cmd) string {
+	t.Helper()
+	out, err := host.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	return strings.TrimSpace(line)
 }

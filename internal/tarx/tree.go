@@ -80,7 +80,7 @@ func ReadTree(r io.Reader, root, from string) error {
 		path string
 		mode fs.FileMode
 	}
-	var perms []perm // directories' modes, set last (not deferred: one defer a directory grows without bound)
+	var perms []perm // directories' modes, set last (from a list: a deferred call each cost more)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {

@@ -1,12 +1,10 @@
 package local
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/paddockhq/paddock/transport/wire"
 	"io"
 	"os"
 	"os/exec"
@@ -20,7 +18,9 @@ import (
 
 	"github.com/paddockhq/paddock/images"
 	"github.com/paddockhq/paddock/internal/await"
+	"github.com/paddockhq/paddock/internal/peer"
 	"github.com/paddockhq/paddock/transport"
+	"github.com/paddockhq/paddock/transport/wire"
 )
 
 // When PADDOCK_TEST_HOST is set the test binary plays a host: it starts a kernel, prints
@@ -85,19 +85,8 @@ func TestKernelEndsWithHost(t *testing.T) {
 	}
 	host := exec.Command(os.Args[0], "-test.run=^$")
 	host.Env = append(os.Environ(), "PADDOCK_TEST_HOST="+kernelPath(t), "PADDOCK_TEST_CHILD="+childFile)
-	out, err := host.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := host.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	line := peer.StartHost(t, host)
+	pid, err := strconv.Atoi(line)
 	if err != nil {
 		t.Fatalf("host said %q", line)
 	}
