@@ -7,8 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-
-	"github.com/paddockhq/paddock/images"
 )
 
 // Build compiles the package pkg (a directory relative to dir, or an import path) into the
@@ -40,11 +38,16 @@ func testFlags() []string {
 	return nil
 }
 
+// staticFlags are the kernel's build flags, images.StaticBuildFlags (TestStaticFlags keeps
+// the two the same: this package, which every test imports, does not import images and the
+// engines' clients with it).
+var staticFlags = []string{"-trimpath", "-ldflags=-s -w"}
+
 // BuildStatic compiles pkg into a static program (no cgo), one that runs in an empty
-// container, with the kernel's flags (images.StaticBuildFlags), so that every static
-// program of the tests shares one compiled standard library with the kernel.
+// container, with the kernel's flags, so that every static program of the tests shares one
+// compiled standard library with the kernel.
 func BuildStatic(dir, pkg, out string) error {
-	return goBuild(dir, pkg, out, images.StaticBuildFlags, []string{"CGO_ENABLED=0"})
+	return goBuild(dir, pkg, out, staticFlags, []string{"CGO_ENABLED=0"})
 }
 
 func goBuild(dir, pkg, out string, flags, env []string) error {
